@@ -22,7 +22,7 @@ def add_hw_args(parser: argparse.ArgumentParser, required: bool = True) -> None:
     group.add_argument("--cpu", metavar="NAME", help="a CPU profile (e.g. textbook, xeon-8380)")
 
 
-def selected_profile(args: argparse.Namespace):  # noqa: ANN201 - returns a Profile
+def selected_profile(args: argparse.Namespace):
     """The profile named by --hw / --gpu / --cpu."""
     from roofline.hardware import find_profile
 

@@ -1,5 +1,5 @@
 """`roofline hw`: placeholder until its module lands (being written now)."""
 
 
-def add_parser(subparsers) -> None:  # noqa: ANN001
+def add_parser(subparsers) -> None:
     """Not yet wired."""

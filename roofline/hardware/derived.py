@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from roofline.hardware.schema import DTYPE_BYTES, CpuProfile, Figure, GpuProfile, Profile
+from roofline.hardware.schema import DTYPE_BYTES, Figure, GpuProfile, Profile
 
 DISAGREEMENT_THRESHOLD = 0.05
 """A derived figure more than 5% away from the datasheet's is flagged by `hw show`."""
@@ -38,7 +38,7 @@ class Derived:
         namespace = {k: t.value for k, t in self.terms.items()}
         object.__setattr__(self, "value", float(eval(self.expr, {"__builtins__": {}}, namespace)))
 
-    def sympy(self):  # noqa: ANN201 - sympy is imported lazily, so its type cannot be named here
+    def sympy(self):
         """The formula as a sympy expression (imports sympy)."""
         import sympy
 

@@ -87,6 +87,10 @@ class Op(ABC):
         """Trainable parameters (elements)."""
         return 0
 
+    def param_tensors(self) -> int:
+        """Separate parameter tensors (weight, bias...): optimizers and AMP casts launch per tensor."""
+        return 1 if self.params() else 0
+
     def saved_elements(self) -> Num:
         """Activation elements kept from forward for backward (0 when the op needs none)."""
         return 0

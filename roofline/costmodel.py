@@ -1,0 +1,243 @@
+"""Op x hardware x precision -> time, and what bounds it.
+
+Every op pass costs max(compute time, memory time) on the device, with a floor of one kernel's minimum
+duration on a GPU, plus the host's per-op dispatch cost (which the async rule in `step.py` overlaps with
+device work on a GPU and adds to it on a CPU). Each mechanism is named where it is applied:
+
+- tensor-core path: only for dtypes the profile lists, at a rate scaled by how much of the required operand
+  alignment the GEMM's leading dimensions (n, k; channels for convolutions) meet: unaligned operands force
+  narrower vector loads (8191 fp16 elements can only be loaded 2 bytes at a time instead of 16);
+- tile quantization (GPU): a thread block computes a whole tm x tn output tile even where the matrix ends;
+- wave quantization (GPU and CPU): tiles are dealt out to SMs / cores in waves, and the last wave may be
+  partly idle; split-K recovers parallelism for short, deep products;
+- hierarchical memory: compulsory bytes at the level that holds the working set (eager frameworks write
+  each op's output to memory; the next op finds it in cache when it fits), GEMM panel re-reads at L2;
+- depthwise convolutions have no channel reduction to feed a GEMM and run as a direct stencil on the
+  vector units;
+- calibration: a measured GEMM efficiency curve or convolution efficiency replaces the tile model.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+from roofline.ceilings import Ceilings, Level
+from roofline.ops.base import GemmView, Op
+
+LOAD_ALIGNMENT_BYTES = 16
+"""Widest vector load a tensor-core GEMM kernel issues (128-bit LDG/LDS); alignment_elements x dtype
+bytes equals this on every NVIDIA profile shipped. Fewer aligned bytes -> proportionally more loads."""
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """The predicted cost of one pass of one op, and why."""
+
+    name: str
+    kind: str
+    pass_: str
+    flops: float
+    bytes: float
+    compute_s: float
+    memory_s: float
+    host_s: float
+    """Host-side framework dispatch (+ launch) time for this op pass."""
+    device_s: float
+    """Device-side time: max(compute, memory) with the kernel floor on GPUs."""
+    bound: str
+    """'compute', 'memory:<level>' or 'overhead'."""
+    path: str
+    """Which units ran it: 'tensor cores fp16', 'CUDA cores fp32', 'SIMD fp32', 'none'."""
+    notes: tuple[str, ...] = ()
+    launches: int = 0
+    queued: bool = False
+    """True on a GPU: the host queues kernels and runs ahead, so host and device time overlap."""
+
+    @property
+    def time_s(self) -> float:
+        """The op in isolation: host and device overlap on a GPU (queued), add up on a CPU."""
+        return max(self.device_s, self.host_s) if self.queued else self.device_s + self.host_s
+
+
+@dataclass(frozen=True)
+class CostContext:
+    """Model-level facts one op's cost depends on."""
+
+    ceilings: Ceilings
+    activation_bytes: int
+    """Bytes per activation element at this precision."""
+    weight_bytes: int
+    """Bytes per weight element the kernels read (fp16 copies under AMP)."""
+    model_weight_bytes: float = 0.0
+    """All weights of the model: they stay cache-resident between steps only if they fit."""
+    notes: list[str] = field(default_factory=list)
+
+
+def _aligned_fraction(dims: list[int], align: int) -> float:
+    """Largest power-of-two divisor (<= align) common to all dims, as a fraction of align."""
+    a = align
+    while a > 1 and any(int(d) % a for d in dims):
+        a //= 2
+    return a / align
+
+
+def _alignment_dims(op: Op, view: GemmView) -> list[int]:
+    """The dimensions whose alignment decides load width: channels for convolutions, n and k for GEMMs."""
+    if op.kind == "conv2d":
+        groups = op.groups  # type: ignore[attr-defined]
+        return [op.c // groups, op.k // groups]  # type: ignore[attr-defined]
+    return [view.n, view.k]
+
+
+def gemm_rate(op: Op, view: GemmView, ctx: CostContext) -> tuple[float, str, list[str]]:
+    """Peak FLOP/s available to this GEMM view: tensor path scaled by alignment, else vector path."""
+    c = ctx.ceilings
+    notes: list[str] = []
+    if c.matrix_flops_per_s is None:
+        return c.vector_flops_per_s, f"{'CUDA cores' if c.is_gpu else 'SIMD'} {c.compute_dtype}", notes
+    rate = c.matrix_flops_per_s
+    path = f"{'tensor cores' if c.is_gpu else 'matrix units'} {c.compute_dtype}"
+    if c.alignment_elements:
+        dims = _alignment_dims(op, view)
+        fraction = _aligned_fraction(dims, c.alignment_elements)
+        if fraction < 1.0:
+            scaled = rate * fraction
+            element_bytes = LOAD_ALIGNMENT_BYTES // c.alignment_elements
+            if scaled < c.vector_flops_per_s:
+                notes.append(f"dims {dims} not multiples of {c.alignment_elements}: tensor cores unusable, "
+                             f"{c.vector_flops_per_s / 1e12:.1f} TFLOP/s CUDA-core path")
+                return c.vector_flops_per_s, f"CUDA cores {c.compute_dtype}", notes
+            notes.append(f"dims {dims} not multiples of {c.alignment_elements} ({c.alignment_elements * element_bytes}"
+                         f" B): loads {int(fraction * LOAD_ALIGNMENT_BYTES)} B wide, tensor rate x{fraction:g}")
+            rate = scaled
+    return rate, path, notes
+
+
+def _curve_rate(curve: tuple[tuple[int, float], ...], n_eq: float) -> float:
+    """Measured FLOP/s at an equivalent square size, interpolated in log-size, clamped at the ends."""
+    if n_eq <= curve[0][0]:
+        return curve[0][1] * n_eq / curve[0][0]
+    if n_eq >= curve[-1][0]:
+        return curve[-1][1]
+    for (n0, r0), (n1, r1) in itertools.pairwise(curve):
+        if n0 <= n_eq <= n1:
+            t = (math.log(n_eq) - math.log(n0)) / (math.log(n1) - math.log(n0))
+            return r0 + t * (r1 - r0)
+    return curve[-1][1]
+
+
+def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext) -> tuple[float, tuple[int, int], int]:
+    """Time of the GEMM under tile and wave quantization; returns (seconds, tile, split-K factor)."""
+    c = ctx.ceilings
+    m, n, k, count = int(view.m), int(view.n), int(view.k), int(view.count)
+    if min(m, n, k, count) <= 0:
+        return 0.0, (0, 0), 1
+    per_unit = rate / c.units
+    best = (math.inf, (0, 0), 1)
+    for tm, tn in c.tiles:
+        tiles = math.ceil(m / tm) * math.ceil(n / tn) * count
+        split = 1
+        while tiles * split * 2 <= c.units and k // (split * 2) >= 64:
+            split *= 2
+        waves = math.ceil(tiles * split / c.units)
+        if c.is_gpu:
+            tile_flops = 2 * tm * tn * math.ceil(k / split)
+        else:
+            tile_flops = 2 * min(tm, m) * min(tn, n) * math.ceil(k / split)
+        t = waves * tile_flops / per_unit
+        if t < best[0]:
+            best = (t, (tm, tn), split)
+    return best
+
+
+def _level_for(levels: tuple[Level, ...], working_set: float, is_gpu: bool) -> Level:
+    """The smallest level holding the working set; a GPU's L1 does not persist across kernels."""
+    for level in levels[:-1]:
+        if is_gpu and level.name == "L1":
+            continue
+        if working_set <= level.capacity_bytes:
+            return level
+    return levels[-1]
+
+
+def conv_kind(op: Op) -> str:
+    """Which measured convolution efficiency applies: 'depthwise', '1x1', 'stem' or '3x3'."""
+    groups, c = op.groups, op.c  # type: ignore[attr-defined]
+    if groups > 1 and groups == c:
+        return "depthwise"
+    if op.r == 1 and op.s == 1:  # type: ignore[attr-defined]
+        return "1x1"
+    if c // groups <= 4:
+        return "stem"
+    return "3x3"
+
+
+def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
+    """Predict one pass of one op."""
+    c = ctx.ceilings
+    flops = float(op.flops(pass_))
+    traffic = op.traffic(pass_)
+    act_bytes = float((traffic.activations_read + traffic.activations_written) * ctx.activation_bytes)
+    w_bytes = float((traffic.weights_read + traffic.weights_written) * ctx.weight_bytes)
+    launches = op.launches(pass_)
+    if op.is_free or (flops == 0 and act_bytes + w_bytes == 0):
+        return OpCost(op.name, op.kind, pass_, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "free", "none", (), 0, c.is_gpu)
+    notes: list[str] = []
+    views = op.gemm_views(pass_)
+    depthwise = op.kind == "conv2d" and conv_kind(op) == "depthwise"
+    compute_s = 0.0
+    l2_bytes = 0.0
+    if views and not depthwise:
+        path = ""
+        for view in views:
+            rate, path, why = gemm_rate(op, view, ctx)
+            notes.extend(why)
+            kind = conv_kind(op) if op.kind == "conv2d" else None
+            if kind and kind in c.conv_efficiency and c.matrix_flops_per_s is None:
+                compute_s += view.flops / (c.conv_efficiency[kind] * rate)
+                notes.append(f"measured {kind} convolution efficiency {c.conv_efficiency[kind]:.0%}")
+            elif c.gemm_curve and not why:
+                n_eq = (float(view.m) * float(view.n) * float(view.k)) ** (1 / 3)
+                compute_s += view.flops / min(rate, _curve_rate(c.gemm_curve, n_eq))
+            else:
+                t, tile, split = gemm_compute_s(view, rate, ctx)
+                compute_s += t
+                useful = view.flops / rate
+                if t > 1.25 * useful:
+                    notes.append(f"tile {tile[0]}x{tile[1]}{f' split-K {split}' if split > 1 else ''}: "
+                                 f"quantization costs {t / useful:.2f}x the ideal time")
+                if tile[0]:
+                    l2_bytes += (float(view.m) * float(view.k) * math.ceil(float(view.n) / tile[1])
+                                 + float(view.k) * float(view.n) * math.ceil(float(view.m) / tile[0])) \
+                        * float(view.count) * ctx.activation_bytes
+    else:
+        rate = c.vector_flops_per_s
+        if depthwise and "depthwise" in c.conv_efficiency:
+            rate *= c.conv_efficiency["depthwise"]
+            notes.append(f"measured depthwise efficiency {c.conv_efficiency['depthwise']:.0%}")
+        elif depthwise:
+            notes.append("depthwise: no channel reduction, direct stencil on vector units")
+        path = f"{'CUDA cores' if c.is_gpu else 'SIMD'} {c.compute_dtype}"
+        compute_s = flops / rate if rate else 0.0
+    act_level = _level_for(c.levels, act_bytes + w_bytes, c.is_gpu)
+    weight_level = _level_for(c.levels, ctx.model_weight_bytes or w_bytes, c.is_gpu)
+    memory_s = act_bytes / act_level.bandwidth_bytes_per_s + w_bytes / weight_level.bandwidth_bytes_per_s
+    level_name = act_level.name if act_bytes >= w_bytes else weight_level.name
+    l2 = next((lv for lv in c.levels if lv.name == "L2"), None)
+    if l2 is not None and l2_bytes / l2.bandwidth_bytes_per_s > memory_s:
+        memory_s = l2_bytes / l2.bandwidth_bytes_per_s
+        level_name = "L2"
+    host_s = c.dispatch_s * launches
+    device_s = max(compute_s, memory_s)
+    if c.is_gpu:
+        device_s = max(device_s, c.launch_s * launches)
+    if host_s > max(compute_s, memory_s):
+        bound = "overhead"
+    elif compute_s >= memory_s:
+        bound = "compute"
+    else:
+        bound = f"memory:{level_name}"
+    return OpCost(op.name, op.kind, pass_, flops, act_bytes + w_bytes, compute_s, memory_s, host_s, device_s,
+                  bound, path, tuple(dict.fromkeys(notes)), launches, c.is_gpu)
