@@ -36,9 +36,11 @@ def main() -> int:
         precision = get_precision(prec_name)
         opts = StepOptions(train=True, optimizer="momentum", pinned=True)
         pred = predict_step(build_workload("resnet50", batch), profile, precision, opts)
-        max_b = max_batch_that_fits(
-            lambda b, pr=precision, pf=profile, op=opts: predict_step(build_workload("resnet50", b), pf, pr, op).memory.total,
-            profile.memory.capacity_bytes.value)
+
+        def footprint(b: int, pr=precision, pf=profile, op=opts) -> float:
+            return predict_step(build_workload("resnet50", b), pf, pr, op).memory.total
+
+        max_b = max_batch_that_fits(footprint, profile.memory.capacity_bytes.value)
         error = pred.samples_per_s / published - 1
         rows.append({"device": profile.name, "precision": prec_name, "batch_size": batch,
                      "published_img_per_s": published, "predicted_img_per_s": pred.samples_per_s,

@@ -66,9 +66,11 @@ class Derived:
 
 
 def _num(x: float) -> str:
+    """Integers as they are; others to 3 significant digits with a plain exponent: 2e9, 1.53e9, 0.5."""
     if float(x).is_integer() and abs(x) < 1e5:
         return str(int(x))
-    return f"{x:.3g}"
+    mantissa, _, exponent = f"{x:.3g}".partition("e")
+    return f"{mantissa}e{int(exponent)}" if exponent else mantissa
 
 
 def memory_bandwidth(profile: Profile) -> Derived:

@@ -19,6 +19,7 @@ from roofline.errors import ProfileError, UnknownName, did_you_mean
 from roofline.hardware.schema import CpuProfile, GpuProfile, Profile
 
 PROFILE_PATH_ENV = "ROOFLINE_PROFILE_PATH"
+HOME_ENV = "ROOFLINE_HOME"
 SHIPPED_DIR = Path(__file__).resolve().parents[2] / "hardware_profiles"
 
 _PROFILE_ADAPTER: TypeAdapter[Profile] = TypeAdapter(Profile)
@@ -34,10 +35,16 @@ class ProfileEntry:
     path: Path
 
 
+def calibrated_dir() -> Path:
+    """Where `roofline calibrate` writes by default: $ROOFLINE_HOME/calibrated, else ~/.cache/roofline/calibrated."""
+    home = os.environ.get(HOME_ENV)
+    return (Path(home) if home else Path.home() / ".cache" / "roofline") / "calibrated"
+
+
 def profile_dirs() -> list[Path]:
-    """User directories first (they shadow shipped profiles), then the shipped one."""
+    """User directories first (they shadow shipped profiles), then calibrated ones, then the shipped one."""
     user = [Path(p) for p in os.environ.get(PROFILE_PATH_ENV, "").split(os.pathsep) if p]
-    return [*user, SHIPPED_DIR]
+    return [*user, calibrated_dir(), SHIPPED_DIR]
 
 
 def _read_yaml(path: Path) -> dict:

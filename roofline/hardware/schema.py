@@ -198,6 +198,9 @@ class GpuCompute(_Strict):
     """Dtypes the CUDA cores compute natively (fp16 from Pascal GP100 on, bf16 from Ampere on)."""
     fp16_to_fp32_ratio: float = 1.0
     """Non-tensor fp16/bf16 throughput relative to fp32 (2 where packed half2 runs at double rate)."""
+    bf16_to_fp32_ratio: float | None = None
+    """Non-tensor bf16 throughput relative to fp32 where it differs from fp16's (A100: fp16 4x, bf16 2x);
+    None means the same as `fp16_to_fp32_ratio`."""
     load_bytes_per_cycle: Figure
     """Bytes one SM's L1 can deliver per cycle."""
 

@@ -30,3 +30,11 @@ def format_bytes(value: float) -> str:
         if abs(value) >= scale:
             return f"{value / scale:.3g} {prefix}B"
     return f"{value:.0f} B"
+
+
+def format_sci(value: float) -> str:
+    """A number for a formula line, 3 significant digits with a plain exponent: 1.02e12, 2e9, 10.2, 0.25."""
+    if float(value).is_integer() and abs(value) < 1e5:
+        return str(int(value))
+    mantissa, _, exponent = f"{value:.3g}".partition("e")
+    return f"{mantissa}e{int(exponent)}" if exponent else mantissa

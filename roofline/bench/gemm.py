@@ -1,0 +1,126 @@
+"""GEMM throughput per dtype over a size sweep: the efficiency-versus-size curve the cost model interpolates.
+
+A square n x n x n product is 2 n^3 FLOPs (n^3 multiply-adds, a MAC = 2 FLOPs). Operands rotate through
+copies spanning twice the last-level cache, so a call reads them from DRAM as a layer of a network does.
+A dtype whose single call already exceeds `max_call_s` stops its sweep there (fp16 on a CPU without native
+fp16 arithmetic runs a scalar fallback at a few GFLOP/s; timing it at n=1024 would take minutes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from roofline.bench.timing import Measurement, Rotation, Timer
+
+CPU_TORCH_DTYPES = ("fp64", "fp32", "bf16", "fp16")
+CUDA_TORCH_DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
+NUMPY_DTYPES = ("fp64", "fp32")
+QUICK_SIZES = (64, 256, 1024)
+FULL_SIZES = (32, 64, 128, 256, 512, 768, 1024, 1536)
+CUDA_SIZES = (256, 1024, 2048, 4096, 8192)
+
+
+def gemm_flops(m: int, n: int, k: int) -> float:
+    """FLOPs of an (m x k) @ (k x n) product: m n k multiply-adds, 2 FLOPs each."""
+    return 2.0 * m * n * k
+
+
+@dataclass(frozen=True)
+class GemmPoint:
+    library: str
+    dtype: str
+    n: int
+    measurement: Measurement
+
+    @property
+    def flops_per_s(self) -> float:
+        return self.measurement.best_rate
+
+
+def _torch_dtype(name: str):
+    import torch
+
+    return {"fp64": torch.float64, "fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
+            "fp16": torch.float16, "fp8": getattr(torch, "float8_e4m3fn", None)}[name]
+
+
+def cuda_dtypes() -> list[str]:
+    """Dtypes this GPU multiplies natively: tf32 and bf16 from compute capability 8.0, fp8 from 8.9."""
+    import torch
+
+    major, minor = torch.cuda.get_device_capability()
+    out = ["fp64", "fp32", "fp16"]
+    if major >= 8:
+        out += ["tf32", "bf16"]
+    if (major, minor) >= (8, 9) and _torch_dtype("fp8") is not None and hasattr(torch, "_scaled_mm"):
+        out.append("fp8")
+    return out
+
+
+def _torch_call(dtype: str, n: int, device: str, llc_bytes: int | None) -> Callable[[], object]:
+    import torch
+
+    tdt = _torch_dtype(dtype)
+    if dtype == "fp8":
+        scale = torch.ones((), device=device)
+
+        def make_fp8():
+            a = torch.randn(n, n, device=device).to(tdt)
+            b = torch.randn(n, n, device=device).to(tdt).t()
+            return a, b
+
+        rot = Rotation(make_fp8, 2 * n * n, llc_bytes)
+        return lambda: torch._scaled_mm(*rot.next(), scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16)
+    out = torch.empty(n, n, dtype=tdt, device=device)
+    rot = Rotation(lambda: (torch.randn(n, n, device=device).to(tdt), torch.randn(n, n, device=device).to(tdt)),
+                   2 * n * n * out.element_size(), llc_bytes)
+    return lambda: torch.mm(*rot.next(), out=out)
+
+
+def _numpy_call(dtype: str, n: int, llc_bytes: int | None) -> Callable[[], object]:
+    import numpy as np
+
+    ndt = {"fp64": np.float64, "fp32": np.float32}[dtype]
+    rng = np.random.default_rng(0)
+    out = np.empty((n, n), dtype=ndt)
+    rot = Rotation(lambda: (rng.random((n, n)).astype(ndt), rng.random((n, n)).astype(ndt)),
+                   2 * n * n * out.itemsize, llc_bytes)
+    return lambda: np.matmul(*rot.next(), out=out)
+
+
+def probe_s(call: Callable[[], object], sync: Callable[[], object] | None = None) -> float:
+    """Duration of one call after a first (warm-up) call: is this size affordable at all?"""
+    import time
+
+    call()
+    if sync:
+        sync()
+    start = time.perf_counter()
+    call()
+    if sync:
+        sync()
+    return time.perf_counter() - start
+
+
+def sweep(library: str, dtype: str, sizes: Sequence[int], *, device: str = "cpu", llc_bytes: int | None = None,
+          budget_s: float = 0.3, max_call_s: float = 0.05) -> list[GemmPoint]:
+    """Time n x n GEMMs for each size until one call exceeds max_call_s; returns the points measured."""
+    sync = None
+    if device == "cuda":
+        import torch
+
+        sync = torch.cuda.synchronize
+        if dtype == "tf32":
+            torch.backends.cuda.matmul.allow_tf32 = True
+        elif dtype == "fp32":
+            torch.backends.cuda.matmul.allow_tf32 = False
+    points = []
+    for n in sizes:
+        call = _numpy_call(dtype, n, llc_bytes) if library == "numpy" else _torch_call(dtype, n, device, llc_bytes)
+        if probe_s(call, sync) > max_call_s and points:
+            break
+        timer = Timer(call, label=f"{library} {dtype} gemm n={n}", work=gemm_flops(n, n, n), work_unit="FLOP",
+                      budget_s=budget_s, sync=sync)
+        points.append(GemmPoint(library, dtype, n, timer.measure()))
+    return points

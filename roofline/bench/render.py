@@ -1,0 +1,60 @@
+"""Rich tables for `roofline calibrate` and `roofline bench`: each table states its unit once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from roofline.report.units import format_bytes, format_si
+
+SHOWN_WARNINGS = 5
+"""Warnings printed in the table view; --json carries all of them."""
+
+
+def render_calibration(result: Any, path: Path, console: Any) -> None:
+    """Peaks against the profile's derived/datasheet figures, GEMM curves, bandwidth plateaus, overheads."""
+    from rich.table import Table
+
+    from roofline.hardware.derived import peak_flops
+
+    m = result.measured
+    datasheet = peak_flops(result.profile)
+    t = Table(title="GEMM peak (FLOP/s)")
+    for col in ("dtype", "measured", "derived / datasheet", "% of it"):
+        t.add_column(col, justify="right")
+    for dtype, value in m.peak_flops.items():
+        ref = datasheet.get(dtype)
+        t.add_row(dtype, format_si(value, "FLOP/s"), format_si(ref, "FLOP/s"), f"{value / ref:.0%}" if ref else "-")
+    console.print(t)
+
+    curves = Table(title="GEMM throughput against size n (n x n x n, FLOP/s)")
+    curves.add_column("library dtype")
+    sizes = sorted({p["n"] for c in result.details["gemm"].values() for p in c})
+    for n in sizes:
+        curves.add_column(str(n), justify="right")
+    for key, points in result.details["gemm"].items():
+        by_n = {p["n"]: p["flops_per_s"] for p in points}
+        curves.add_row(key, *(format_si(by_n.get(n), "") if n in by_n else "-" for n in sizes))
+    console.print(curves)
+
+    bw = Table(title="Bandwidth plateaus (bytes read + written per second)")
+    for col in ("level", "working sets", "measured", "used by the cost model"):
+        bw.add_column(col, justify="right")
+    kept = {c.level for c in m.caches} | {"DRAM"}
+    for p in result.details["plateaus"]:
+        hi = "" if p["to_bytes"] == float("inf") else format_bytes(p["to_bytes"])
+        bw.add_row(p["level"], f"{format_bytes(p['from_bytes'])} .. {hi}",
+                   format_si(p["bandwidth_bytes_per_s"], "B/s"), "yes" if p["level"] in kept else "no")
+    console.print(bw)
+
+    console.print("convolution efficiency (of the fp32 GEMM peak): "
+                  + ", ".join(f"{k} {v:.0%}" for k, v in m.conv_efficiency.items()))
+    console.print(f"framework dispatch {format_si(m.framework_dispatch_s, 's')} per op; sync point "
+                  f"{format_si(m.sync_s, 's')} per step; launch {format_si(m.kernel_launch_s, 's')}")
+    for key, value in m.host_to_device_bytes_per_s.items():
+        console.print(f"host->device {key}: {format_si(value, 'B/s')}")
+    for w in result.warnings[:SHOWN_WARNINGS]:
+        console.print(f"[yellow]warning:[/] {w}")
+    if len(result.warnings) > SHOWN_WARNINGS:
+        console.print(f"[yellow]... and {len(result.warnings) - SHOWN_WARNINGS} more warnings[/] (all in --json)")
+    console.print(f"took {result.details['elapsed_s']:.1f} s; wrote {path}")

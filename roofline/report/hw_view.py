@@ -1,0 +1,136 @@
+"""`hw show` / `hw detect`: a profile's figures and the numbers derived from them, as data and as tables.
+
+`profile_summary` is the JSON document (the keys DESIGN.md fixes plus the derived list); `render_profile`
+draws the same document with rich: datasheet next to derived, rows more than 5% apart flagged, the ridge
+point per dtype and per memory level, and measured ceilings as a percentage of the datasheet's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roofline.hardware import derived as d
+from roofline.hardware.schema import DTYPES, Profile
+from roofline.report.units import format_bytes, format_si
+
+
+def derived_figures(profile: Profile) -> list[d.Derived]:
+    """Every figure the profile's primary numbers imply, in the order `hw show` lists them."""
+    rows: list[d.Derived | None] = [d.memory_bandwidth(profile)]
+    for dtype in DTYPES:
+        rows += [d.vector_peak(profile, dtype), d.matrix_peak(profile, dtype)]
+    rows.append(d.compute_bytes_per_s(profile))
+    rows += [d.cache_bandwidth(profile, c.level) for c in profile.caches]
+    return [r for r in rows if r is not None]
+
+
+def derived_row(fig: d.Derived) -> dict[str, Any]:
+    sheet = fig.datasheet
+    return {"name": fig.name, "formula": fig.expr, "with_numbers": fig.with_numbers(), "value": fig.value,
+            "unit": fig.unit, "datasheet": sheet.value if sheet else None,
+            "datasheet_source": (sheet.source or sheet.derived) if sheet else None,
+            "disagreement": fig.disagreement, "flagged": fig.flagged, "note": sheet.note if sheet else None}
+
+
+def _ridges(peaks: dict[str, float], bandwidth: float) -> dict[str, float]:
+    """FLOP per byte at which a kernel stops being bandwidth-bound: peak FLOP/s / bytes/s."""
+    return {dtype: flops / bandwidth for dtype, flops in peaks.items()} if bandwidth else {}
+
+
+def _measured(profile: Profile, peaks: dict[str, float]) -> dict[str, Any] | None:
+    m = profile.measured
+    if m is None:
+        return None
+    datasheet_bw = profile.memory.bandwidth_bytes_per_s.value
+    return {
+        "peak_flops": dict(m.peak_flops), "memory_bandwidth": m.memory_bandwidth,
+        "caches": [c.model_dump() for c in m.caches], "environment": dict(m.environment),
+        "percent_of_datasheet": {
+            "peak_flops": {k: 100 * v / peaks[k] for k, v in m.peak_flops.items() if peaks.get(k)},
+            "memory_bandwidth": 100 * m.memory_bandwidth / datasheet_bw if datasheet_bw else None,
+        },
+        "ridge_point": _ridges(dict(m.peak_flops), m.memory_bandwidth),
+    }
+
+
+def profile_summary(profile: Profile, name: str) -> dict[str, Any]:
+    """The `hw show` document: `name` is the identifier a user passes (file stem), `title` the device's name."""
+    peaks = d.peak_flops(profile)
+    bandwidth = profile.memory.bandwidth_bytes_per_s.value
+    caches = []
+    for c in profile.caches:
+        bw = d.cache_bandwidth(profile, c.level)
+        caches.append({"level": c.level, "size": c.size_bytes.value, "shared_by": c.shared_by,
+                       "total_bytes": d.cache_total_bytes(profile, c.level),
+                       "bandwidth": bw.value if bw else None, "bandwidth_formula": bw.with_numbers() if bw else None})
+    return {
+        "name": name, "title": profile.name, "kind": profile.kind, "vendor": profile.vendor,
+        "architecture": profile.architecture, "aliases": list(profile.aliases),
+        "peak_flops": peaks,
+        "memory_bandwidth": bandwidth,
+        "memory_capacity": profile.memory.capacity_bytes.value,
+        "compute_bytes_per_s": d.compute_bytes_per_s(profile).value,
+        "caches": caches,
+        "ridge_point": _ridges(peaks, bandwidth),
+        "ridge_point_by_level": {level: _ridges(peaks, level_bw) for level, _, level_bw in d.memory_levels(profile)},
+        "measured": _measured(profile, peaks),
+        "derived": [derived_row(f) for f in derived_figures(profile)],
+        "notes": profile.notes,
+    }
+
+
+def _gap(row: dict[str, Any]) -> str:
+    if row["disagreement"] is None:
+        return "-"
+    return f"{100 * row['disagreement']:+.1f}%" + (" !" if row["flagged"] else "")
+
+
+def render_profile(summary: dict[str, Any]) -> None:
+    """Tables for a person: figures, derived vs datasheet, caches, ridge points, measured vs peak."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]{summary['title']}[/] ({summary['name']}, {summary['kind']}) "
+                  f"{summary['vendor']} {summary['architecture']}")
+    console.print(f"  memory {format_si(summary['memory_bandwidth'], 'B/s')}, "
+                  f"{format_bytes(summary['memory_capacity'])}; "
+                  f"L1 feeds compute at {format_si(summary['compute_bytes_per_s'], 'B/s')}")
+    if summary.get("notes"):
+        console.print(f"  [dim]{summary['notes']}[/]")
+    t = Table(title="derived from the profile's figures vs the datasheet (! = more than 5% apart)")
+    for col, justify in (("figure", "left"), ("formula", "left"), ("derived", "right"), ("datasheet", "right"),
+                         ("gap", "right"), ("note", "left")):
+        t.add_column(col, justify=justify, overflow="fold")
+    for row in summary["derived"]:
+        style = "bold red" if row["flagged"] else None
+        t.add_row(row["name"], row["with_numbers"], format_si(row["value"], row["unit"]),
+                  format_si(row["datasheet"], row["unit"]), _gap(row), row["note"] or "", style=style)
+    console.print(t)
+    t = Table(title="caches")
+    for col in ("level", "size", "shared by", "total", "bandwidth"):
+        t.add_column(col, justify="right")
+    for c in summary["caches"]:
+        t.add_row(c["level"], format_bytes(c["size"]), str(c["shared_by"]), format_bytes(c["total_bytes"]),
+                  format_si(c["bandwidth"], "B/s"))
+    console.print(t)
+    dtypes = list(summary["peak_flops"])
+    t = Table(title="ridge point (FLOP/byte) = peak FLOP/s / bandwidth of the level the data lives in")
+    t.add_column("level")
+    for dtype in dtypes:
+        t.add_column(f"{dtype} ({format_si(summary['peak_flops'][dtype], 'FLOP/s')})", justify="right")
+    for level, ridges in summary["ridge_point_by_level"].items():
+        t.add_row(level, *(f"{ridges[k]:.1f}" for k in dtypes))
+    console.print(t)
+    m = summary["measured"]
+    if m:
+        pct = m["percent_of_datasheet"]
+        t = Table(title=f"measured by calibration ({m['environment'].get('date', 'date unknown')})")
+        for col in ("ceiling", "measured", "% of peak"):
+            t.add_column(col, justify="right")
+        for dtype, value in m["peak_flops"].items():
+            share = pct["peak_flops"].get(dtype)
+            t.add_row(f"{dtype} FLOP/s", format_si(value, "FLOP/s"), f"{share:.0f}%" if share is not None else "-")
+        mem = pct["memory_bandwidth"]
+        t.add_row("DRAM", format_si(m["memory_bandwidth"], "B/s"), f"{mem:.0f}%" if mem is not None else "-")
+        console.print(t)

@@ -1,0 +1,221 @@
+"""Shipped GPU profiles against the vendors' own datasheet figures, typed in here independently of the YAML.
+
+The table below is the reference: fp32 (CUDA cores), fp16 and bf16 (tensor cores, DENSE, i.e. without 2:4
+structured sparsity) and DRAM bandwidth, each with the document it was read from. A profile must match it within
+1%, its derived figures (units x clock x lanes x 2, bus width / 8 x data rate) must agree with it within 5% or
+say why not, no dense figure may be a sparse one, and every number in every profile must say where it came from.
+"""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from roofline.hardware import derived as d
+from roofline.hardware import find_profile, list_profiles, load_profile
+from roofline.hardware.load import SHIPPED_DIR
+from roofline.hardware.schema import DTYPE_BYTES, Figure, GpuProfile
+
+T = 1e12
+G = 1e9
+
+# stem: (fp32 FLOP/s, fp16 tensor dense FLOP/s or None, bf16 tensor dense FLOP/s or None, DRAM bytes/s)
+DATASHEET: dict[str, tuple[float, float | None, float | None, float]] = {
+    # https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-product-literature/TeslaK80-datasheet.pdf
+    # board: 8.73 TFLOPS fp32 with GPU Boost, 480 GB/s, two GK210 dies -> per die 4.365 TFLOPS, 240 GB/s
+    "k80-gk210": (8.73 * T / 2, None, None, 480 * G / 2),
+    # https://ocaholic.ch/modules/news/article.php?storyid=12063 (NVIDIA's launch figure, 7 TFLOPS)
+    # https://hothardware.com/reviews/nvidia-geforce-gtx-titan-x-review-efficient-powerful (336.5 GB/s)
+    "gtx-titan-x-maxwell": (7.0 * T, None, None, 336.5 * G),
+    # https://images.nvidia.com/content/tesla/pdf/nvidia-tesla-p100-datasheet.pdf (no tensor cores)
+    "p100-sxm2-16gb": (10.6 * T, None, None, 732 * G),
+    # https://images.nvidia.com/content/technologies/volta/pdf/tesla-volta-v100-datasheet-letter-fnl-web.pdf
+    "v100-sxm2-16gb": (15.7 * T, 125 * T, None, 900 * G),
+    # https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf
+    "v100-sxm2-32gb": (15.7 * T, 125 * T, None, 900 * G),
+    "v100-pcie-16gb": (14 * T, 112 * T, None, 900 * G),
+    # https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/tesla-t4/t4-tensor-core-datasheet-951643.pdf
+    "t4": (8.1 * T, 65 * T, None, 320 * G),
+    # https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a10/pdf/datasheet-new/nvidia-a10-datasheet.pdf
+    # "125 | 250*" TFLOPS: dense 125, * = with sparsity
+    "a10": (31.2 * T, 125 * T, 125 * T, 600 * G),
+    # https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf
+    # "312 | 624*" TFLOPS fp16/bf16: dense 312; 40 GB HBM2 at 1555 GB/s
+    "a100-sxm4-40gb": (19.5 * T, 312 * T, 312 * T, 1555 * G),
+    # https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf
+    "a100-sxm4-80gb": (19.5 * T, 312 * T, 312 * T, 2039 * G),
+    # https://www.nvidia.com/content/PDF/nvidia-ampere-ga-102-gpu-architecture-whitepaper-v2.pdf
+    # RTX 3090 fp16/bf16 tensor with fp32 accumulate "71/142": dense 71
+    "rtx-3090": (35.6 * T, 71 * T, 71 * T, 936 * G),
+    # https://www.nvidia.com/en-us/data-center/l4/ quotes only sparse: fp16/bf16 242* TFLOPS -> dense 242 / 2
+    "l4": (30.3 * T, 242 * T / 2, 242 * T / 2, 300 * G),
+    # https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf
+    # RTX 4090 fp16/bf16 tensor with fp32 accumulate "165.2/330.4": dense 165.2
+    "rtx-4090": (82.6 * T, 165.2 * T, 165.2 * T, 1008 * G),
+    # https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper ("989.4/1978.9" fp16/bf16)
+    # https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet (3.35 TB/s; PCIe 2 TB/s)
+    "h100-sxm5-80gb": (66.9 * T, 989.4 * T, 989.4 * T, 3.35e12),
+    "h100-pcie-80gb": (51.2 * T, 756 * T, 756 * T, 2.0e12),
+    # https://www.nvidia.com/en-us/data-center/h200/ quotes only sparse: fp16/bf16 1979* TFLOPS -> dense / 2
+    "h200-sxm-141gb": (67 * T, 1979 * T / 2, 1979 * T / 2, 4.8e12),
+}
+
+# (alias, file stem) as the project specifies them; loader matching ignores case.
+ALIASES = [
+    ("v100", "v100-sxm2-16gb"), ("h100", "h100-sxm5-80gb"), ("a100", "a100-sxm4-80gb"), ("k80", "k80-gk210"),
+    ("p100", "p100-sxm2-16gb"), ("t4", "t4"), ("a10", "a10"), ("l4", "l4"), ("h200", "h200-sxm-141gb"),
+    ("rtx3090", "rtx-3090"), ("3090", "rtx-3090"), ("rtx4090", "rtx-4090"), ("4090", "rtx-4090"),
+    ("titanx", "gtx-titan-x-maxwell"), ("titan-x-maxwell", "gtx-titan-x-maxwell"),
+    ("a100-40gb", "a100-sxm4-40gb"), ("h100-pcie", "h100-pcie-80gb"), ("v100-32gb", "v100-sxm2-32gb"),
+    ("v100-pcie", "v100-pcie-16gb"), ("RTX4090", "rtx-4090"), ("H100", "h100-sxm5-80gb"),
+]
+
+
+def _shipped_gpus() -> dict[str, GpuProfile]:
+    """File stem -> profile for the GPU profiles shipped in the repository (not user or calibrated ones)."""
+    gpu_dir = SHIPPED_DIR / "gpu"
+    return {path.stem: load_profile(path) for path in sorted(gpu_dir.glob("*.yaml"))}
+
+
+SHIPPED = _shipped_gpus()
+
+
+def _figures(obj, where: str = ""):
+    """(path, Figure) for every Figure inside a pydantic model, however deeply nested."""
+    if isinstance(obj, Figure):
+        yield where, obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _figures(v, f"{where}.{k}")
+    elif isinstance(obj, list | tuple):
+        for i, v in enumerate(obj):
+            yield from _figures(v, f"{where}[{i}]")
+    elif isinstance(obj, BaseModel):
+        for name in type(obj).model_fields:
+            yield from _figures(getattr(obj, name), f"{where}.{name}")
+
+
+def _close(actual: float, expected: float, rel: float) -> bool:
+    return abs(actual - expected) <= rel * expected
+
+
+def test_every_shipped_gpu_profile_is_in_the_datasheet_table():
+    assert set(SHIPPED) == set(DATASHEET)
+    assert all(p.kind == "gpu" for p in SHIPPED.values())
+
+
+@pytest.mark.parametrize("stem", sorted(DATASHEET))
+def test_profile_matches_vendor_datasheet_within_1_percent(stem):
+    p = SHIPPED[stem]
+    fp32, fp16, bf16, bandwidth = DATASHEET[stem]
+    assert p.peak_flops_per_s["fp32"].value == pytest.approx(fp32, rel=0.01)
+    assert p.memory.bandwidth_bytes_per_s.value == pytest.approx(bandwidth, rel=0.01)
+    for dtype, expected in (("fp16", fp16), ("bf16", bf16)):
+        tc = p.tensor_cores.get(dtype)
+        if expected is None:
+            assert tc is None, f"{stem} has no {dtype} tensor cores"
+        else:
+            assert tc is not None and tc.dense_flops_per_s.value == pytest.approx(expected, rel=0.01)
+
+
+@pytest.mark.parametrize("stem", sorted(DATASHEET))
+def test_derived_peak_and_bandwidth_agree_with_datasheet_or_say_why(stem):
+    p = SHIPPED[stem]
+    fp32, _, _, bandwidth = DATASHEET[stem]
+    vector = d.vector_peak(p, "fp32")
+    mem = d.memory_bandwidth(p)
+    for derived, datasheet, figure in ((vector, fp32, p.peak_flops_per_s["fp32"]),
+                                       (mem, bandwidth, p.memory.bandwidth_bytes_per_s)):
+        assert _close(derived.value, datasheet, 0.05) or figure.note, (
+            f"{stem}: {derived.name} {derived.with_numbers()} = {derived.value:.4g} is more than 5% from the "
+            f"datasheet's {datasheet:.4g} and the figure carries no note explaining why")
+
+
+def test_titan_x_gap_is_flagged_and_explained():
+    # 24 SM x 1.075e9 Hz x 128 lanes x 2 = 6.60e12 against NVIDIA's 7 TFLOPS: 5.7% low
+    p = find_profile("titanx")
+    vector = d.vector_peak(p, "fp32")
+    assert vector.value == pytest.approx(24 * 1.075e9 * 128 * 2)
+    assert vector.flagged and "boost" in p.peak_flops_per_s["fp32"].note
+
+
+@pytest.mark.parametrize(("alias", "expected"), [
+    ("k80", 13 * 0.875e9 * 192 * 2),        # 4.37e12 per GK210 die
+    ("p100", 56 * 1.48e9 * 64 * 2),         # 10.6e12
+    ("v100", 80 * 1.53e9 * 64 * 2),         # 15.7e12
+    ("v100-pcie", 80 * 1.38e9 * 64 * 2),    # 14.1e12
+    ("t4", 40 * 1.59e9 * 64 * 2),           # 8.14e12
+    ("a100", 108 * 1.41e9 * 64 * 2),        # 19.5e12
+    ("3090", 82 * 1.695e9 * 128 * 2),       # 35.6e12
+    ("4090", 128 * 2.52e9 * 128 * 2),       # 82.6e12
+    ("h100", 132 * 1.98e9 * 128 * 2),       # 66.9e12
+])
+def test_fp32_vector_peak_is_the_closed_form(alias, expected):
+    assert d.vector_peak(find_profile(alias), "fp32").value == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("alias", "bus_bits", "rate"), [
+    ("k80", 384, 5.0e9),        # 240 GB/s per die
+    ("v100", 4096, 1.752e9),    # 897 GB/s (NVIDIA: 900)
+    ("t4", 256, 10e9),          # 320 GB/s
+    ("a100-40gb", 5120, 2.43e9),  # 1555 GB/s
+    ("3090", 384, 19.5e9),      # 936 GB/s
+    ("4090", 384, 21e9),        # 1008 GB/s
+])
+def test_memory_bandwidth_is_the_closed_form(alias, bus_bits, rate):
+    assert d.memory_bandwidth(find_profile(alias)).value == pytest.approx(bus_bits / 8 * rate)
+
+
+@pytest.mark.parametrize("stem", sorted(DATASHEET))
+def test_no_dense_peak_is_a_sparse_figure(stem):
+    for dtype, tc in SHIPPED[stem].tensor_cores.items():
+        if tc.sparse_flops_per_s is not None:
+            dense, sparse = tc.dense_flops_per_s.value, tc.sparse_flops_per_s.value
+            assert dense != sparse, f"{stem} {dtype}: dense equals sparse"
+            # 2:4 structured sparsity skips half the multiplies: the sparse figure is twice the dense one
+            assert sparse == pytest.approx(2 * dense, rel=0.01), f"{stem} {dtype}"
+
+
+@pytest.mark.parametrize("stem", sorted(DATASHEET))
+def test_tensor_alignment_is_16_bytes(stem):
+    # NVIDIA DL performance guide, Tensor Core requirements: fp16 multiples of 8, tf32 of 4, int8 of 16, fp64 of 2
+    # https://docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication/index.html
+    for dtype, tc in SHIPPED[stem].tensor_cores.items():
+        assert tc.alignment_elements * DTYPE_BYTES[dtype] == 16, f"{stem} {dtype}"
+
+
+def test_aliases_are_unique_across_all_profiles():
+    seen: dict[str, str] = {}
+    for entry in list_profiles():
+        for key in {entry.name, *entry.aliases}:
+            assert key not in seen, f"{key} names both {seen[key]} and {entry.name}"
+            seen[key] = entry.name
+
+
+@pytest.mark.parametrize(("alias", "stem"), ALIASES)
+def test_alias_resolves_to_its_profile(alias, stem):
+    assert find_profile(alias, kind="gpu").name == SHIPPED[stem].name
+
+
+@pytest.mark.parametrize("stem", sorted(DATASHEET))
+def test_every_figure_has_provenance(stem):
+    figures = list(_figures(SHIPPED[stem]))
+    assert len(figures) > 15
+    for where, fig in figures:
+        if fig.source is not None:
+            assert fig.source.startswith(("https://", "http://", "measured")), f"{stem}{where}: {fig.source}"
+        else:
+            assert fig.derived and fig.derived.strip(), f"{stem}{where}"
+
+
+@pytest.mark.parametrize("stem", sorted(DATASHEET))
+def test_required_gpu_fields_are_present(stem):
+    p = SHIPPED[stem]
+    c = p.compute
+    assert c.fp64_lanes_per_sm is not None and p.tdp_watts is not None
+    assert {"L1", "L2"} <= {cache.level for cache in p.caches}
+    l2 = next(cache for cache in p.caches if cache.level == "L2")
+    assert l2.shared_by == c.sm_count.value
+    # fp16 on CUDA cores from GP100 on; bf16 from Ampere on; neither on Kepler/Maxwell
+    assert ("fp16" in c.vector_dtypes) == (stem not in ("k80-gk210", "gtx-titan-x-maxwell"))
+    assert ("bf16" in c.vector_dtypes) == (p.architecture.split()[0] in ("Ampere", "Ada", "Hopper"))
