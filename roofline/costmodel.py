@@ -128,14 +128,27 @@ def _curve_rate(curve: tuple[tuple[int, float], ...], n_eq: float) -> float:
     return curve[-1][1]
 
 
-def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext) -> tuple[float, tuple[int, int], int]:
-    """Time of the GEMM under tile and wave quantization; returns (seconds, tile, split-K factor)."""
+def _panel_bytes(view: GemmView, tile: tuple[int, int], element_bytes: float) -> float:
+    """L2 -> SM traffic of a tiled GEMM: each output tile streams its A panel (tm x k) and B panel (k x tn),
+    so A is read ceil(n / tn) times and B ceil(m / tm) times."""
+    m, n, k = float(view.m), float(view.n), float(view.k)
+    return (m * k * math.ceil(n / tile[1]) + k * n * math.ceil(m / tile[0])) * float(view.count) * element_bytes
+
+
+def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext) -> tuple[float, tuple[int, int], int, float]:
+    """Time of the GEMM under tile and wave quantization; returns (seconds, tile, split-K factor, L2 bytes).
+
+    The tile is the one that minimises max(compute, L2 panel traffic): small tiles waste fewer wave slots
+    but re-read the operands more often, the trade-off a GEMM library's heuristic makes. CPUs have no
+    wave quantization across cores beyond partial blocks, and their panel traffic is not modelled (0).
+    """
     c = ctx.ceilings
     m, n, k, count = int(view.m), int(view.n), int(view.k), int(view.count)
     if min(m, n, k, count) <= 0:
-        return 0.0, (0, 0), 1
+        return 0.0, (0, 0), 1, 0.0
     per_unit = rate / c.units
-    best = (math.inf, (0, 0), 1)
+    l2 = next((lv for lv in c.levels if lv.name == "L2"), None) if c.is_gpu else None
+    best = (math.inf, math.inf, (0, 0), 1, 0.0)
     for tm, tn in c.tiles:
         tiles = math.ceil(m / tm) * math.ceil(n / tn) * count
         split = 1
@@ -147,9 +160,11 @@ def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext) -> tuple[float
         else:
             tile_flops = 2 * min(tm, m) * min(tn, n) * math.ceil(k / split)
         t = waves * tile_flops / per_unit
-        if t < best[0]:
-            best = (t, (tm, tn), split)
-    return best
+        panel = _panel_bytes(view, (tm, tn), ctx.activation_bytes) if l2 is not None else 0.0
+        limit = max(t, panel / l2.bandwidth_bytes_per_s) if l2 is not None else t
+        if limit < best[0]:
+            best = (limit, t, (tm, tn), split, panel)
+    return best[1], best[2], best[3], best[4]
 
 
 def _level_for(levels: tuple[Level, ...], working_set: float, is_gpu: bool) -> Level:
@@ -202,16 +217,13 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
                 n_eq = (float(view.m) * float(view.n) * float(view.k)) ** (1 / 3)
                 compute_s += view.flops / min(rate, _curve_rate(c.gemm_curve, n_eq))
             else:
-                t, tile, split = gemm_compute_s(view, rate, ctx)
+                t, tile, split, panel = gemm_compute_s(view, rate, ctx)
                 compute_s += t
+                l2_bytes += panel
                 useful = view.flops / rate
                 if t > 1.25 * useful:
                     notes.append(f"tile {tile[0]}x{tile[1]}{f' split-K {split}' if split > 1 else ''}: "
                                  f"quantization costs {t / useful:.2f}x the ideal time")
-                if tile[0]:
-                    l2_bytes += (float(view.m) * float(view.k) * math.ceil(float(view.n) / tile[1])
-                                 + float(view.k) * float(view.n) * math.ceil(float(view.m) / tile[0])) \
-                        * float(view.count) * ctx.activation_bytes
     else:
         rate = c.vector_flops_per_s
         if depthwise and "depthwise" in c.conv_efficiency:

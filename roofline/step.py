@@ -135,7 +135,8 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     weight_bytes = precision.storage_bytes
     ctx = CostContext(c, precision.storage_bytes, weight_bytes, model_weight_bytes=params * weight_bytes)
     passes = PASSES if opts.train else ("forward",)
-    costs = [op_cost(op, p, ctx) for p in passes for op in workload.ops]
+    ops = workload.ops if opts.train else [op for op in workload.ops if not op.training_only]
+    costs = [op_cost(op, p, ctx) for p in passes for op in ops]
     ptensors = _param_tensors(workload)
     optimizer_s = amp_cast_s = 0.0
     if opts.train:

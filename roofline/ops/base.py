@@ -116,6 +116,11 @@ class Op(ABC):
         """True for ops that are metadata only (a view/reshape): no bytes, no launch."""
         return False
 
+    @property
+    def training_only(self) -> bool:
+        """True for ops that eval mode skips (dropout): inference predictions leave them out."""
+        return False
+
     def shapes(self) -> str:
         """Human-readable shapes for tables, e.g. '1x3x224x224 -> 1x64x112x112 (k=7x7, s=2)'."""
         return ""
