@@ -1,5 +1,84 @@
-"""`roofline analyze`: placeholder until its module lands (being written now)."""
+"""`roofline analyze`: FLOPs, bytes, parameters and saved activations per layer; with --hw, the batch at
+which each layer crosses the device's ridge point; with --symbolic, the formulas in the batch size B."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from roofline.commands.common import add_json_flag, print_json
+from roofline.commands.model_args import add_model_args, model_request
+from roofline.errors import RooflineError
 
 
-def add_parser(subparsers) -> None:
-    """Not yet wired."""
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser("analyze", help="FLOPs, bytes, params and activations per layer (no hardware)",
+                              description="Count what a model costs per layer; with --hw, where each layer "
+                                          "crosses that device's ridge point.")
+    add_model_args(p, allow_op=True)
+    p.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
+    p.add_argument("--precision", default="fp32", metavar="P", help="element size for bytes (default fp32)")
+    p.add_argument("--train", action="store_true", help="count forward + both backward passes")
+    hw = p.add_mutually_exclusive_group()
+    hw.add_argument("--hw", metavar="NAME|PATH", help="device whose ridge point each layer is compared with")
+    hw.add_argument("--gpu", metavar="NAME", help="a GPU profile")
+    hw.add_argument("--cpu", metavar="NAME", help="a CPU profile")
+    p.add_argument("--symbolic", action="store_true", help="print FLOPs(B) and bytes(B) as formulas (sympy)")
+    add_json_flag(p)
+    p.set_defaults(handler=run)
+
+
+def _ridge(args: argparse.Namespace, precision: Any) -> tuple[str, float] | None:
+    if not (args.hw or args.gpu or args.cpu):
+        return None
+    from roofline.ceilings import ceilings_for
+    from roofline.commands.common import selected_profile
+
+    profile = selected_profile(args)
+    c = ceilings_for(profile, precision)
+    peak = c.matrix_flops_per_s or c.vector_flops_per_s
+    return profile.name, peak / c.dram.bandwidth_bytes_per_s
+
+
+def run(args: argparse.Namespace) -> int:
+    from roofline import analyze
+    from roofline.precision import get_precision
+    from roofline.workloads import is_user_module, workload_builder
+
+    if args.batch < 1:
+        raise RooflineError(f"--batch {args.batch}: the batch size must be a positive integer")
+    precision = get_precision(args.precision)
+    name, build = workload_builder(model_request(args))
+    workload = build(args.batch)
+    ridge = _ridge(args, precision)
+    second = build(args.batch + 1) if ridge and not args.op else None
+    out: dict[str, Any] = {
+        "model": name, "batch_size": args.batch, "precision": precision.name, "train": args.train,
+        "totals": analyze.totals(workload, precision, args.train),
+        "layers": analyze.layer_rows(workload, second, precision, args.train, ridge[1] if ridge else None),
+        "unsupported": workload.unsupported,
+    }
+    if ridge:
+        out["device"], out["ridge_point"] = ridge
+    if ridge and second is not None:
+        later = analyze.totals(second, precision, args.train)
+        flops = analyze.Affine(later["flops"] - out["totals"]["flops"],
+                               out["totals"]["flops"] - args.batch * (later["flops"] - out["totals"]["flops"]))
+        moved = analyze.Affine(later["bytes"] - out["totals"]["bytes"],
+                               out["totals"]["bytes"] - args.batch * (later["bytes"] - out["totals"]["bytes"]))
+        cross = analyze.crossing_batch(flops, moved, ridge[1])
+        out["model_crossing_batch"] = None if cross is None else int(-(-cross // 1))
+        out["model_intensity_limit"] = flops.slope / moved.slope if moved.slope else None
+    if args.symbolic:
+        exact = not (args.op or is_user_module(args.model))
+        sym = analyze.symbolic_totals(build, precision, args.train, exact)
+        out["symbolic"] = {key: str(value) for key, value in sym.items() if key != "symbol"}
+        if ridge:
+            out["symbolic"]["model_ridge_root"] = analyze.symbolic_root(sym, ridge[1])
+    if args.json:
+        print_json(out)
+        return 0
+    from roofline.report.analyze_view import render_analysis
+
+    render_analysis(out)
+    return 0
