@@ -10,6 +10,7 @@ becomes one free Reshape op so that the table shows where the data was rearrange
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from math import prod
@@ -85,6 +86,7 @@ def map_calls(calls: list[Call]) -> tuple[list[Op], dict[str, int]]:
     names: dict[str, int] = {}
     containers = _containers(calls)
     pending_view: Call | None = None
+    owned: set[str] = set()
     for call in calls:
         short = _short(call.op)
         if short in VIEW_OPS:
@@ -101,8 +103,18 @@ def map_calls(calls: list[Call]) -> tuple[list[Op], dict[str, int]]:
         if produced is None:
             unsupported[call.op] = unsupported.get(call.op, 0) + 1
             continue
-        ops.extend(produced)
+        ops.extend(_tie(produced, call, owned))
     return ops, unsupported
+
+
+def _tie(produced: list[Op], call: Call, owned: set[str]) -> list[Op]:
+    """Mark a Linear whose weight an earlier op already owns (GPT-2's lm_head reuses the token embedding), so
+    shared parameters are counted once; then record the call's parameters as owned."""
+    params = {t.param for t in _tensors((*call.args, *call.kwargs.values())) if t.param}
+    out = [dataclasses.replace(op, tied=True) if isinstance(op, ir.Linear) and params & owned else op
+           for op in produced]
+    owned.update(params)
+    return out
 
 
 def _short(op: str) -> str:

@@ -63,6 +63,9 @@ class Linear(Op):
 
     Forward 2 m n k FLOPs; dX = dY W and dW = dY^T X are each the same size, hence backward = 2 x forward.
     The bias add (m n FLOPs) is fused into the GEMM epilogue by cuBLAS/oneDNN: counted in flops(), not a launch.
+    A `tied` layer multiplies by a weight another op owns (GPT-2's lm_head reuses the token embedding): it
+    computes and back-propagates the same, but the parameters, their gradient and optimizer state are counted
+    once, with the owner.
     """
 
     batch: Num
@@ -70,6 +73,7 @@ class Linear(Op):
     out_features: int
     bias: bool = True
     tokens: Num = 1
+    tied: bool = False
     kind: str = field(init=False, default="gemm")
 
     def __post_init__(self) -> None:
@@ -100,10 +104,11 @@ class Linear(Op):
         return Traffic(activations_read=y + x, weights_written=w + b)
 
     def params(self) -> Num:
-        return self.in_features * self.out_features + (self.out_features if self.bias else 0)
+        weight = 0 if self.tied else self.in_features * self.out_features
+        return weight + (self.out_features if self.bias else 0)
 
     def param_tensors(self) -> int:
-        return 2 if self.bias else 1
+        return int(self.bias) + (0 if self.tied else 1)
 
     def saved_elements(self) -> Num:
         return self.rows * self.in_features
