@@ -14,6 +14,10 @@ device work on a GPU and adds to it on a CPU). Each mechanism is named where it 
   each op's output to memory; the next op finds it in cache when it fits), GEMM panel re-reads at L2;
 - depthwise convolutions have no channel reduction to feed a GEMM and run as a direct stencil on the
   vector units;
+- layout: tensor-core convolutions run in NHWC; given PyTorch's default NCHW tensors, cuDNN transposes
+  each convolution's activations in and out (NVIDIA, "Tensor Layouts In Memory: NCHW vs NHWC",
+  https://docs.nvidia.com/deeplearning/performance/dl-performance-convolutional/index.html), one read and
+  one write of every activation operand, unless the model runs channels_last;
 - calibration: a measured GEMM efficiency curve or convolution efficiency replaces the tile model.
 """
 
@@ -72,6 +76,8 @@ class CostContext:
     """Bytes per weight element the kernels read (fp16 copies under AMP)."""
     model_weight_bytes: float = 0.0
     """All weights of the model: they stay cache-resident between steps only if they fit."""
+    channels_last: bool = False
+    """Activations stored NHWC (`model.to(memory_format=torch.channels_last)`), as tensor-core kernels want."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -233,6 +239,11 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
             notes.append("depthwise: no channel reduction, direct stencil on vector units")
         path = f"{'CUDA cores' if c.is_gpu else 'SIMD'} {c.compute_dtype}"
         compute_s = flops / rate if rate else 0.0
+    if op.kind == "conv2d" and c.is_gpu and path.startswith("tensor") and not depthwise and not ctx.channels_last:
+        transposed = 2 * act_bytes
+        notes.append(f"NCHW tensors: cuDNN transposes {transposed / 1e6:.3g} MB to NHWC and back for tensor cores "
+                     "(use channels_last)")
+        act_bytes += transposed
     act_level = _level_for(c.levels, act_bytes + w_bytes, c.is_gpu)
     weight_level = _level_for(c.levels, ctx.model_weight_bytes or w_bytes, c.is_gpu)
     memory_s = act_bytes / act_level.bandwidth_bytes_per_s + w_bytes / weight_level.bandwidth_bytes_per_s
@@ -242,10 +253,9 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
         memory_s = l2_bytes / l2.bandwidth_bytes_per_s
         level_name = "L2"
     host_s = c.dispatch_s * launches
-    device_s = max(compute_s, memory_s)
-    if c.is_gpu:
-        device_s = max(device_s, c.launch_s * launches)
-    if host_s > max(compute_s, memory_s):
+    launch_s = c.launch_s * launches if c.is_gpu else 0.0
+    device_s = max(compute_s, memory_s, launch_s)
+    if max(host_s, launch_s) > max(compute_s, memory_s):
         bound = "overhead"
     elif compute_s >= memory_s:
         bound = "compute"

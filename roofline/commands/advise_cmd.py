@@ -22,7 +22,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--pinned", action="store_true", help="inputs in pinned memory (copies overlap compute)")
     p.add_argument("--sync", type=int, default=0, metavar="N", help="sync points per step (e.g. loss.item())")
     p.add_argument("--reserve-bytes", type=float, metavar="BYTES", help="device memory unavailable to tensors")
-    p.add_argument("--plot", metavar="FILE.png|FILE.svg", help="write the roofline and batch-sweep plots")
+    p.add_argument("--plot", metavar="DIR|FILE.png|FILE.svg",
+                   help="write the roofline and batch-sweep plots (into DIR as a PNG, or to FILE)")
     add_json_flag(p)
     p.set_defaults(handler=run)
 
@@ -57,14 +58,20 @@ def run(args: argparse.Namespace) -> int:
 
     profile = selected_profile(args)
     name, build = workload_builder(model_request(args))
+    plot_target = None
+    if args.plot:
+        from roofline.report.plots import plot_path
+
+        plot_target = plot_path(args.plot, name, profile.name)
     opts = StepOptions(train=args.train, optimizer=args.optimizer, pinned=args.pinned, sync_points=args.sync,
+                       channels_last=args.channels_last,
                        reserve_bytes=args.reserve_bytes)
     advice = advise(name, build, profile, args.train, args.precision, opts)
     out = advice_dict(advice)
-    if args.plot:
+    if plot_target is not None:
         from roofline.report.plots import write_advice_plots
 
-        out["plot"] = write_advice_plots(advice, profile, args.plot)
+        out["plot"] = write_advice_plots(advice, profile, plot_target)
     if args.json:
         print_json(out)
         return 0

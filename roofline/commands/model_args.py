@@ -52,5 +52,8 @@ def add_step_args(parser: argparse.ArgumentParser) -> None:
                         help="inputs in pinned host memory, copied with non_blocking=True")
     parser.add_argument("--sync", type=int, default=0, metavar="N",
                         help="synchronization points per step in your loop (e.g. 1 for loss.item())")
+    parser.add_argument("--channels-last", action="store_true",
+                        help="activations in NHWC (torch.channels_last): no layout transposes around "
+                             "tensor-core convolutions")
     parser.add_argument("--reserve-bytes", type=float, metavar="BYTES",
                         help="device memory unavailable to tensors (default: CUDA context + cuBLAS workspace)")

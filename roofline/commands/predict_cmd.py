@@ -7,7 +7,7 @@ from typing import Any
 
 from roofline.commands.common import add_hw_args, add_json_flag, parse_batches, print_json, selected_profile
 from roofline.commands.model_args import add_model_args, add_step_args, model_request
-from roofline.errors import DoesNotFit
+from roofline.errors import DoesNotFit, RooflineError
 from roofline.step import StepOptions, StepPrediction
 
 
@@ -78,8 +78,12 @@ def run(args: argparse.Namespace) -> int:
     profile = selected_profile(args)
     precision = get_precision(args.precision)
     name, build = workload_builder(model_request(args))
-    batches = [1] if args.op else parse_batches(args.batch)
+    batches = parse_batches(args.batch)
+    if args.op and batches != [1]:
+        raise RooflineError(f"--batch {args.batch} does not apply to --op: an op's shapes are literal; put the "
+                            "batch in the spec, e.g. 'linear(batch=32,in_features=1024,out_features=1024)'")
     opts = StepOptions(train=args.train, optimizer=args.optimizer, pinned=args.pinned, sync_points=args.sync,
+                       channels_last=args.channels_last,
                        reserve_bytes=args.reserve_bytes)
     preds = [predict_step(build(b), profile, precision, opts) for b in batches]
     for p in preds:

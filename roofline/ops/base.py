@@ -117,6 +117,16 @@ class Op(ABC):
         return False
 
     @property
+    def saves_input(self) -> bool:
+        """True when what saved_elements() counts is the op's input tensor (a conv, a linear layer, a norm)."""
+        return False
+
+    @property
+    def saves_output(self) -> bool:
+        """True when it is the op's output (ReLU's backward needs only the result, so autograd keeps that)."""
+        return False
+
+    @property
     def training_only(self) -> bool:
         """True for ops that eval mode skips (dropout): inference predictions leave them out."""
         return False

@@ -57,6 +57,10 @@ class Conv2d(Op):
             return [GemmView(self.n * self.h * self.w, cg, taps, g)]
         return [GemmView(kg, cg * self.r * self.s, self.n * self.p * self.q, g)]
 
+    @property
+    def saves_input(self) -> bool:
+        return True
+
     def flops(self, pass_: str) -> Num:
         bias = self.n * self.k * self.p * self.q if self.bias and pass_ != "backward_input" else 0
         return 2 * self.macs + bias

@@ -89,6 +89,10 @@ class Linear(Op):
         return {"forward": [GemmView(m, n, k)], "backward_input": [GemmView(m, k, n)],
                 "backward_weight": [GemmView(n, k, m)]}[pass_]
 
+    @property
+    def saves_input(self) -> bool:
+        return True
+
     def flops(self, pass_: str) -> Num:
         bias = self.rows * self.out_features if self.bias and pass_ != "backward_input" else 0
         return self.gemm_views(pass_)[0].flops + bias

@@ -37,6 +37,10 @@ class _Norm(Op):
     def channels(self) -> int:
         raise NotImplementedError
 
+    @property
+    def saves_input(self) -> bool:
+        return True
+
     def flops(self, pass_: str) -> Num:
         per = {"forward": FORWARD_FLOPS_PER_ELEMENT, "backward_input": BACKWARD_FLOPS_PER_ELEMENT}.get(pass_, 0)
         return per * self.numel

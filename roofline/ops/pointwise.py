@@ -21,6 +21,9 @@ ACTIVATION_FLOPS = {
 }
 """Forward FLOPs per element of each activation; backward costs about as many (the derivative reuses them)."""
 
+OUTPUT_SAVING = frozenset({"relu", "sigmoid", "tanh"})
+"""Activations whose derivative is a function of the output, so autograd saves the output, not the input."""
+
 ARITHMETIC = ("add", "sub", "mul", "div", "copy")
 
 
@@ -36,6 +39,14 @@ class Activation(Op):
         positive(numel=self.numel)
         if self.fn not in ACTIVATION_FLOPS:
             raise ValueError(f"unknown activation {self.fn!r}; known: {', '.join(ACTIVATION_FLOPS)}")
+
+    @property
+    def saves_input(self) -> bool:
+        return not self.saves_output
+
+    @property
+    def saves_output(self) -> bool:
+        return self.fn in OUTPUT_SAVING
 
     def flops(self, pass_: str) -> Num:
         return ACTIVATION_FLOPS[self.fn] * self.numel if pass_ != "backward_weight" else 0

@@ -46,6 +46,10 @@ class Pool2d(Op):
     def _io(self) -> tuple[Num, Num]:
         return self.n * self.c * self.h * self.w, self.n * self.c * self.p * self.q
 
+    @property
+    def saves_input(self) -> bool:
+        return self.mode == "max"
+
     def flops(self, pass_: str) -> Num:
         y = self._io()[1]
         return {"forward": y * self.r * self.s, "backward_input": y}.get(pass_, 0)
