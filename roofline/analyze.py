@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.memory import shared_saved_elements
 from roofline.ops.base import PASSES, Op, Workload
 from roofline.precision import Precision
 
@@ -34,15 +35,16 @@ def passes_for(train: bool) -> tuple[str, ...]:
     return PASSES if train else ("forward",)
 
 
+def run_ops(workload: Workload, train: bool) -> list[Op]:
+    """The ops a step runs: all of them in training, their eval-mode forms in inference."""
+    return workload.ops if train else workload.inference_ops()
+
+
 def op_flops(op: Op, train: bool) -> float:
-    if op.training_only and not train:
-        return 0.0
     return float(sum(op.flops(p) for p in passes_for(train)))
 
 
 def op_bytes(op: Op, train: bool, precision: Precision) -> float:
-    if op.training_only and not train:
-        return 0.0
     b = precision.storage_bytes
     return float(sum(op.bytes(p, b, b) for p in passes_for(train)))
 
@@ -76,7 +78,8 @@ def layer_rows(one: Workload, two: Workload | None, precision: Precision, train:
     """Per-op counts of `one`; with the same model at another batch (`two`) and a ridge, the crossing batch."""
     act = precision.storage_bytes
     rows = []
-    for index, op in enumerate(one.ops):
+    others = run_ops(two, train) if two is not None else []
+    for index, op in enumerate(run_ops(one, train)):
         if op.is_free:
             continue
         flops, moved = op_flops(op, train), op_bytes(op, train, precision)
@@ -89,7 +92,7 @@ def layer_rows(one: Workload, two: Workload | None, precision: Precision, train:
         if ridge is not None and row["arithmetic_intensity"] is not None:
             row["bound"] = "compute" if row["arithmetic_intensity"] >= ridge else "memory"
         if two is not None and ridge is not None:
-            other = two.ops[index]
+            other = others[index]
             b1, b2 = float(one.batch), float(two.batch)
             f = _affine_from(b1, flops, b2, op_flops(other, train))
             m = _affine_from(b1, moved, b2, op_bytes(other, train, precision))
@@ -107,14 +110,14 @@ def _affine_from(b1: float, at1: float, b2: float, at2: float) -> Affine:
 
 def totals(workload: Workload, precision: Precision, train: bool) -> dict[str, float]:
     act = precision.storage_bytes
-    ops = workload.ops
+    ops = run_ops(workload, train)
     return {
         "flops": sum(op_flops(op, train) for op in ops),
         "macs": sum(op_macs(op) for op in ops),
         "params": float(workload.params()),
         "param_bytes": float(workload.params()) * act,
         "bytes": sum(op_bytes(op, train, precision) for op in ops),
-        "activation_bytes": (sum(float(op.saved_elements()) for op in ops) if train
+        "activation_bytes": (float(sum(op.saved_elements() for op in ops) - shared_saved_elements(workload)) if train
                              else max((float(op.output_elements()) for op in ops if not op.is_free), default=0.0))
         * act,
         "input_bytes": float(workload.input_bytes),
@@ -146,10 +149,11 @@ def symbolic_totals(build: Callable[[Any], Workload], precision: Precision, trai
     wl = build(batch)
     b = precision.storage_bytes
     passes = passes_for(train)
-    ops = [op for op in wl.ops if train or not op.training_only]
+    ops = run_ops(wl, train)
     flops = sympy.expand(sum(op.flops(p) for op in ops for p in passes))
     moved = sympy.expand(sum(op.bytes(p, b, b) for op in ops for p in passes))
-    saved = sympy.expand(sum(op.saved_elements() for op in ops) * b) if train else sympy.Integer(0)
+    saved = (sympy.expand((sum(op.saved_elements() for op in ops) - shared_saved_elements(wl)) * b) if train
+             else sympy.Integer(0))
     return {"symbol": batch, "flops": flops, "bytes": moved, "saved_bytes": saved, "params": sympy.expand(wl.params())}
 
 

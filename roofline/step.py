@@ -110,6 +110,15 @@ def drained_pipeline_s(costs: list[OpCost]) -> float:
     return max(finish, queued)
 
 
+def needs_pass(index: int, pass_: str, ops: list[Op]) -> bool:
+    """Autograd differentiates only what depends on a parameter: ops before the first layer with weights get
+    no backward at all, and that first layer computes its weight gradient but no gradient for its input."""
+    if pass_ == "forward":
+        return True
+    first = next((i for i, op in enumerate(ops) if op.params()), len(ops))
+    return index > first or (index == first and pass_ == "backward_weight")
+
+
 def op_costs(ops: list[Op], passes: tuple[str, ...], ctx: CostContext) -> list[OpCost]:
     """Every pass of every op, in execution order. Models repeat layers of one shape (ResNet-50's 175 ops
     have 49 distinct shapes, BERT's 227 have 17), and a cost is a pure function of shape, pass and
@@ -117,7 +126,9 @@ def op_costs(ops: list[Op], passes: tuple[str, ...], ctx: CostContext) -> list[O
     memo: dict[Hashable, OpCost] = {}
     out = []
     for pass_ in passes:
-        for op in ops:
+        for index, op in enumerate(ops):
+            if not needs_pass(index, pass_, ops):
+                continue
             key: Hashable | None = (pass_, type(op), *[v for k, v in vars(op).items() if k != "name"])
             try:
                 cost = memo.get(key)
@@ -163,7 +174,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     ctx = CostContext(c, precision.storage_bytes, weight_bytes, model_weight_bytes=params * weight_bytes,
                       channels_last=opts.channels_last)
     passes = PASSES if opts.train else ("forward",)
-    ops = workload.ops if opts.train else [op for op in workload.ops if not op.training_only]
+    ops = workload.ops if opts.train else workload.inference_ops()
     costs = op_costs(ops, passes, ctx)
     ptensors = _param_tensors(workload)
     optimizer_s = amp_cast_s = 0.0

@@ -76,8 +76,12 @@ def test_norm_bytes_and_params():
     bn = ops.BatchNorm("bn", n=8, c=64, spatial=56 * 56)
     numel = 8 * 64 * 56 * 56
     assert bn.params() == 2 * 64
-    assert bn.bytes("forward", 2, 2) == 2 * (2 * numel + 2 * 64)  # x in, y out, gamma and beta
-    assert bn.bytes("backward_input", 2, 2) == 2 * (3 * numel + 2 * 64)  # dY and x in, dX out, gamma and beta
+    # training: statistics pass reads x, normalize pass reads x and writes y; gamma and beta
+    assert bn.bytes("forward", 2, 2) == 2 * (3 * numel + 2 * 64)
+    # reduce pass reads dY and x, elementwise pass reads them again and writes dX; gamma and beta
+    assert bn.bytes("backward_input", 2, 2) == 2 * (5 * numel + 2 * 64)
+    # eval mode: x in, y out
+    assert bn.for_inference().bytes("forward", 2, 2) == 2 * (2 * numel + 2 * 64)
     ln = ops.LayerNorm("ln", rows=128, features=768)
     assert ln.params() == 2 * 768 and ln.output_elements() == 128 * 768
 
@@ -113,10 +117,18 @@ def test_embedding_gathers_rows_and_scatters_a_full_gradient():
     assert emb.flops("backward_input") == 0
 
 
-def test_reshape_is_free_and_dropout_training_only():
+def test_reshape_is_free_and_eval_mode_variants():
     assert ops.Reshape("flatten", numel=100).is_free
     drop = ops.Dropout("drop", numel=1000, p=0.2)
-    assert drop.training_only and not ops.Activation("a", numel=10, fn="relu").training_only
+    assert drop.for_inference() is None
+    relu = ops.Activation("a", numel=10, fn="relu")
+    assert relu.for_inference() is relu
+    bn = ops.BatchNorm("bn", n=2, c=8, spatial=16)
+    # training: a statistics pass reads x, then the normalize pass reads x and writes y (3 x 256 elements);
+    # eval: running statistics, one pass (2 x 256)
+    assert bn.traffic("forward").activations_read + bn.traffic("forward").activations_written == 3 * 256
+    inference = bn.for_inference()
+    assert inference.traffic("forward").activations_read + inference.traffic("forward").activations_written == 512
 
 
 def test_counts_are_formulas_in_the_batch():

@@ -126,10 +126,10 @@ class Op(ABC):
         """True when it is the op's output (ReLU's backward needs only the result, so autograd keeps that)."""
         return False
 
-    @property
-    def training_only(self) -> bool:
-        """True for ops that eval mode skips (dropout): inference predictions leave them out."""
-        return False
+    def for_inference(self) -> Op | None:
+        """The op as `model.eval()` runs it: None when eval mode skips it (dropout), a cheaper variant when
+        eval mode changes the algorithm (batch norm with running statistics), else the op itself."""
+        return self
 
     def shapes(self) -> str:
         """Human-readable shapes for tables, e.g. '1x3x224x224 -> 1x64x112x112 (k=7x7, s=2)'."""
@@ -157,3 +157,7 @@ class Workload:
 
     def flops(self, pass_: str = "forward") -> Num:
         return sum(op.flops(pass_) for op in self.ops)
+
+    def inference_ops(self) -> list[Op]:
+        """The ops `model.eval()` runs, each in its eval-mode form."""
+        return [op for op in (o.for_inference() for o in self.ops) if op is not None]

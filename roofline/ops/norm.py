@@ -7,11 +7,17 @@ sum(dY x_hat) (3 FLOPs) and dX = a (dY - mean(dY) - x_hat mean(dY x_hat)) (5 FLO
 the parameter gradients inside the same backward kernel, so backward_weight adds no launch and no FLOP,
 only the 2 x c gradient writes. In eval mode the statistics are the running ones and the forward is the
 2-FLOP affine; the 3-FLOP difference does not change a memory-bound time.
+
+Traffic: LayerNorm's rows (hundreds to a few thousand features) fit on chip, so one kernel reads each row
+once forward and once backward. BatchNorm's statistics span n x spatial elements per channel, far more
+than fits on chip, so training runs two kernels each way (PyTorch's batch_norm_collect_statistics then
+batch_norm_elemt; backward_reduce then backward_elemt): x is read twice forward, dY and x twice backward.
+Eval mode is one affine pass.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from roofline.ops._shape import positive
 from roofline.ops.base import Num, Op, Traffic
@@ -45,13 +51,19 @@ class _Norm(Op):
         per = {"forward": FORWARD_FLOPS_PER_ELEMENT, "backward_input": BACKWARD_FLOPS_PER_ELEMENT}.get(pass_, 0)
         return per * self.numel
 
+    def _reads(self, pass_: str) -> int:
+        """Times the pass reads its activation operands: x forward; dY and x backward (see module doc)."""
+        return {"forward": 1, "backward_input": 2}.get(pass_, 0)
+
+    def _kernels(self, pass_: str) -> int:
+        return 1
+
     def traffic(self, pass_: str) -> Traffic:
         weights = 2 * self.channels if self.affine else 0
-        if pass_ == "forward":
-            return Traffic(activations_read=self.numel, activations_written=self.numel, weights_read=weights)
-        if pass_ == "backward_input":
-            return Traffic(activations_read=2 * self.numel, activations_written=self.numel, weights_read=weights)
-        return Traffic(weights_written=weights)
+        if pass_ == "backward_weight":
+            return Traffic(weights_written=weights)
+        return Traffic(activations_read=self._reads(pass_) * self.numel, activations_written=self.numel,
+                       weights_read=weights)
 
     def params(self) -> Num:
         return 2 * self.channels if self.affine else 0
@@ -60,7 +72,7 @@ class _Norm(Op):
         return 2 if self.affine else 0
 
     def launches(self, pass_: str) -> int:
-        return 0 if pass_ == "backward_weight" else 1
+        return 0 if pass_ == "backward_weight" else self._kernels(pass_)
 
     def saved_elements(self) -> Num:
         return self.numel
@@ -77,6 +89,8 @@ class BatchNorm(_Norm):
     c: int
     spatial: int
     affine: bool = True
+    training: bool = True
+    """Batch statistics (two passes each way); False: eval mode, the running statistics' affine only."""
 
     def __post_init__(self) -> None:
         positive(n=self.n, c=self.c, spatial=self.spatial)
@@ -84,6 +98,15 @@ class BatchNorm(_Norm):
     @property
     def numel(self) -> Num:
         return self.n * self.c * self.spatial
+
+    def for_inference(self) -> BatchNorm:
+        return replace(self, training=False)
+
+    def _reads(self, pass_: str) -> int:
+        return (2 if self.training else 1) * super()._reads(pass_)
+
+    def _kernels(self, pass_: str) -> int:
+        return 2 if self.training else 1
 
     @property
     def channels(self) -> int:

@@ -126,7 +126,7 @@ class Elementwise(Op):
 @dataclass
 class Dropout(Op):
     """Training-only: zero each element with probability p and scale the rest by 1/(1-p); in eval mode it is
-    the identity and costs nothing (`training_only`). The 1-byte keep-mask is written forward and read
+    the identity and costs nothing (`for_inference` is None). The 1-byte keep-mask is written forward and read
     backward; it is charged as a quarter of an fp32 element per activation element."""
 
     numel: Num
@@ -138,9 +138,8 @@ class Dropout(Op):
         if not 0.0 <= self.p < 1.0:
             raise ValueError(f"dropout p={self.p} must be in [0, 1)")
 
-    @property
-    def training_only(self) -> bool:
-        return True
+    def for_inference(self) -> None:
+        return None
 
     def _mask(self) -> Num:
         return self.numel / 4
