@@ -88,11 +88,18 @@ def advise(name: str, build: BuildWorkload, profile: Profile, train: bool, preci
     """Sweep precisions and batch sizes for `build(batch)` on `profile` and recommend."""
     opts = options or StepOptions(train=train)
     cache: dict[tuple[int, str], StepPrediction] = {}
+    workloads: dict[int, Workload] = {}
+
+    def workload(batch: int) -> Workload:
+        """Each batch's workload is built once and shared by every precision."""
+        if batch not in workloads:
+            workloads[batch] = build(batch)
+        return workloads[batch]
 
     def predict(batch: int, prec: Precision) -> StepPrediction:
         key = (batch, prec.name)
         if key not in cache:
-            cache[key] = predict_step(build(batch), profile, prec, opts)
+            cache[key] = predict_step(workload(batch), profile, prec, opts)
         return cache[key]
 
     sweep: list[StepPrediction] = []

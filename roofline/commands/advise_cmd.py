@@ -21,6 +21,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--optimizer", default="sgd", choices=["sgd", "momentum", "adam"])
     p.add_argument("--pinned", action="store_true", help="inputs in pinned memory (copies overlap compute)")
     p.add_argument("--sync", type=int, default=0, metavar="N", help="sync points per step (e.g. loss.item())")
+    p.add_argument("--channels-last", action="store_true",
+                   help="activations in NHWC (torch.channels_last): no layout transposes around tensor-core "
+                        "convolutions")
     p.add_argument("--reserve-bytes", type=float, metavar="BYTES", help="device memory unavailable to tensors")
     p.add_argument("--plot", metavar="DIR|FILE.png|FILE.svg",
                    help="write the roofline and batch-sweep plots (into DIR as a PNG, or to FILE)")

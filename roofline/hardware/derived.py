@@ -106,8 +106,11 @@ def vector_peak(profile: Profile, dtype: str) -> Derived | None:
             lanes = Term(c.fp32_lanes_per_sm.value, "lanes")
         elif dtype == "fp64" and c.fp64_lanes_per_sm is not None:
             lanes = Term(c.fp64_lanes_per_sm.value, "lanes")
-        elif dtype in ("fp16", "bf16"):
+        elif dtype == "fp16":
             lanes = Term(c.fp32_lanes_per_sm.value * c.fp16_to_fp32_ratio, "lanes")
+        elif dtype == "bf16":
+            ratio = c.bf16_to_fp32_ratio if c.bf16_to_fp32_ratio is not None else c.fp16_to_fp32_ratio
+            lanes = Term(c.fp32_lanes_per_sm.value * ratio, "lanes")
         else:
             return None
         return Derived(f"{dtype}_vector_flops_per_s", f"{unit_name} * clock_hz * lanes * 2",

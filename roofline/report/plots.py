@@ -3,6 +3,7 @@ the recommended step as a point, and throughput and memory against batch size pe
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +51,22 @@ def roofline_axes(ax: Any, profile: Any, points: list[tuple[float, float, str]])
     ax.legend(fontsize=6, loc="lower right")
 
 
-def write_advice_plots(advice: Any, profile: Any, path: str) -> list[str]:
-    """One figure, three panels: roofline with layers, samples/s vs batch, memory vs batch."""
+def plot_path(path: str, model: str, device: str) -> Path:
+    """Where `--plot PATH` writes: PATH itself (its suffix picks the format), or a PNG named after model and
+    device inside PATH when it is a directory. Checked before the sweep runs, so a typo costs nothing."""
     target = Path(path)
+    if target.is_dir():
+        slug = re.sub(r"[^a-z0-9]+", "-", f"{model} {device}".lower()).strip("-")
+        target = target / f"{slug}-advise.png"
     if target.suffix.lower() not in PLOT_SUFFIXES:
-        raise RooflineError(f"--plot {path}: expected a file ending in {', '.join(PLOT_SUFFIXES)}")
+        raise RooflineError(f"--plot {path}: expected a directory or a file ending in {', '.join(PLOT_SUFFIXES)}")
     if not target.parent.exists():
         raise RooflineError(f"--plot {path}: directory {target.parent} does not exist")
+    return target
+
+
+def write_advice_plots(advice: Any, profile: Any, target: Path) -> list[str]:
+    """One figure, three panels: roofline with layers, samples/s vs batch, memory vs batch."""
     plt = _pyplot()
     fig, (ax_roof, ax_thr, ax_mem) = plt.subplots(1, 3, figsize=(15, 4.5))
     rec = advice.recommended
