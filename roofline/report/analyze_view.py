@@ -15,7 +15,7 @@ def _crossing(row: dict[str, Any]) -> str:
         return ""
     if row["crossing_batch"] is None:
         limit = row.get("intensity_limit")
-        return f"never (max {limit:.0f})" if limit else "never"
+        return f"never (max {limit:.3g})" if limit else "never"
     return str(row["crossing_batch"])
 
 

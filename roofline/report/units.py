@@ -28,7 +28,8 @@ def format_bytes(value: float) -> str:
     """Capacities in binary units as vendors and OSes print them: 16 GiB, 6 MiB."""
     for scale, prefix in ((2**40, "Ti"), (2**30, "Gi"), (2**20, "Mi"), (2**10, "Ki")):
         if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}B"
+            scaled = value / scale
+            return f"{scaled:.0f} {prefix}B" if abs(scaled) >= 100 else f"{scaled:.3g} {prefix}B"
     return f"{value:.0f} B"
 
 

@@ -1,0 +1,186 @@
+"""Accuracy of roofline's predictions on this CPU: `roofline validate` over the zoo, inference and training.
+
+Each case is predicted with this machine's profile (calibrated when `roofline calibrate` has run, which
+the report states) and timed live with PyTorch (warm-up excluded, median of repeats, IQR spread). The
+report lists every run and, per run, the op kinds whose predicted time is furthest from the profiler's
+measured time: where the cost model is wrong, not only by how much. Sizes are chosen for a 2-core machine
+(about 5 minutes in all); targets from the issue: median |error| <= 15 %, worst <= 40 %.
+
+Run: python benchmarks/accuracy.py [--quick]  -> benchmarks/results/accuracy-cpu.md (+ .json)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from roofline.bench.timing import SPREAD_WARN_REL_IQR
+from roofline.validate import validate, validation_dict
+from roofline.workloads import ModelRequest
+
+MEDIAN_TARGET_PCT = 15.0
+WORST_TARGET_PCT = 40.0
+"""Targets of the accuracy issue: median |error| and worst |error| over all runs."""
+WORST_KINDS = 3
+"""Op kinds listed per run, largest |predicted - measured| seconds first."""
+REPEATS = 7
+BUDGET_S = 3.0
+RETRIES = 2
+"""A batch whose spread exceeds the timing module's warning threshold was disturbed (this machine is
+shared); it is measured again up to this many times and the attempt with the smallest spread is kept."""
+
+CASES: list[tuple[str, bool, list[int], dict[str, int]]] = [
+    # (model, train, batch sizes, input options)
+    ("mlp", False, [1, 32, 256], {}),
+    ("mobilenetv3", False, [1, 8], {"input_size": 224}),
+    ("resnet18", False, [1, 8], {"input_size": 224}),
+    ("resnet50", False, [1, 4], {"input_size": 224}),
+    ("vgg16", False, [1, 2], {"input_size": 224}),
+    ("bert-base", False, [1, 4], {"seq_len": 128}),
+    ("gpt2", False, [1, 4], {"seq_len": 128}),
+    ("mlp", True, [32, 256], {}),
+    ("mobilenetv3", True, [8], {"input_size": 224}),
+    ("resnet18", True, [4], {"input_size": 224}),
+    ("bert-base", True, [2], {"seq_len": 128}),
+]
+QUICK_CASES = [("mlp", False, [1, 32], {}), ("resnet18", False, [1], {"input_size": 112}),
+               ("mlp", True, [32], {})]
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.2f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1f}%"
+
+
+def calibration_line(cal: dict[str, Any] | None) -> str:
+    if cal is None:
+        return "Calibration: none (detected ceilings)."
+    curve = ", ".join(f"{n}: {rate / 1e9:.0f}" for n, rate in cal["gemm_curve_fp32"])
+    conv = ", ".join(f"{k} {v:.2f}" for k, v in cal["conv_efficiency"].items())
+    return (f"Calibration ({cal['date']}): fp32 peak {cal['peak_flops'].get('fp32', 0) / 1e9:.0f} GFLOP/s, DRAM "
+            f"{cal['memory_bandwidth'] / 1e9:.1f} GB/s, dispatch {cal['framework_dispatch_s'] * 1e6:.2f} us/op, "
+            f"fp32 GEMM curve n: GFLOP/s {{{curve}}}, conv efficiency {{{conv}}}.")
+
+
+def worst_kinds(run: dict[str, Any]) -> str:
+    rows = sorted(run["by_kind"], key=lambda k: -abs((k["predicted_s"] or 0.0) - (k["measured_s"] or 0.0)))
+    return "; ".join(f"{k['kind']} {_ms(k['predicted_s'])} vs {_ms(k['measured_s'])}" for k in rows[:WORST_KINDS])
+
+
+def calibration_summary() -> dict[str, Any] | None:
+    """The measured figures predictions used, so a reader can tell a cost-model error from a bad ceiling."""
+    from roofline.calibrate import this_machine
+
+    measured = this_machine()[0].measured
+    if measured is None:
+        return None
+    return {"peak_flops": dict(measured.peak_flops), "memory_bandwidth": measured.memory_bandwidth,
+            "gemm_curve_fp32": [(p.n, p.flops_per_s) for p in measured.gemm_curves.get("fp32", [])],
+            "conv_efficiency": dict(measured.conv_efficiency), "framework_dispatch_s": measured.framework_dispatch_s,
+            "date": measured.environment.get("date")}
+
+
+def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
+    first = results[0]
+    env = first["environment"]
+    prof = first["profile"]
+    lines = [
+        "# Prediction accuracy on this CPU (`python benchmarks/accuracy.py`)", "",
+        f"Machine: {env.get('cpu_model')}, {env.get('cpus_available')} CPUs available, torch {env.get('torch_version')}"
+        f" with {first['threads']} threads, Python {env.get('python_version')}, {env.get('date')}.",
+        f"Profile: {prof['name']} ({prof['source']}{', ' + prof['path'] if prof['path'] else ''}); ceilings used: "
+        + ", ".join(f"{k} {v}" for k, v in prof["provenance"].items()) + ".",
+        f"Timing: warm-up excluded, median of >= {REPEATS} repeats, spread = IQR/median; a batch with spread "
+        f"over {SPREAD_WARN_REL_IQR:.0%} is re-measured up to {RETRIES} times (smallest spread kept); load = "
+        "1-minute load average when the batch started (this machine is shared). "
+        "error = (predicted / measured - 1) x 100: negative means the prediction is too fast.",
+        "Per-kind columns: predicted vs torch.profiler self time (ms per step), the three kinds with the "
+        "largest absolute difference; 'other' is profiled time the kind table does not attribute.", "",
+        "| model | mode | batch | predicted ms | measured ms | spread | load | error | worst kinds (pred vs meas ms) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for res in results:
+        mode = "train" if res["train"] else "infer"
+        for run in res["runs"]:
+            spread = run["spread"]
+            lines.append(f"| {res['model']} | {mode} | {run['batch_size']} | {_ms(run['predicted_s'])} | "
+                         f"{_ms(run['measured_s'])} | {'-' if spread is None else f'{spread:.0%}'} | "
+                         f"{run['load_avg_1min']:.1f} | "
+                         f"{_pct(run['error_pct'])} | {worst_kinds(run)} |")
+    met = "met" if summary["median_target_met"] else "NOT met"
+    worst_met = "met" if summary["worst_target_met"] else "NOT met"
+    lines += ["", f"Runs: {summary['runs']}. Median |error| {summary['median_abs_error_pct']:.1f}% "
+              f"(target <= {MEDIAN_TARGET_PCT:g}%: {met}); worst |error| {summary['max_abs_error_pct']:.1f}% "
+              f"(target <= {WORST_TARGET_PCT:g}%: {worst_met}). Wall time {summary['elapsed_s']:.0f} s.", ""]
+    warnings = sorted({w for res in results for w in res["warnings"]})
+    if warnings:
+        lines += ["Warnings:", *[f"- {w}" for w in warnings], ""]
+    return "\n".join(lines)
+
+
+def measure_case(req: ModelRequest, train: bool, batches: list[int]) -> dict[str, Any]:
+    """validate() over the batches, re-measuring disturbed batches (RETRIES); each run records its attempts
+    and the 1-minute load average when it started."""
+    load = os.getloadavg()[0]
+    res = validation_dict(validate(req, "cpu", batches, "fp32", train, budget_s=BUDGET_S, repeats=REPEATS))
+    for i, run in enumerate(res["runs"]):
+        run["attempts"], run["load_avg_1min"] = 1, load
+        while run["attempts"] <= RETRIES and (run["spread"] is None or run["spread"] > SPREAD_WARN_REL_IQR):
+            load = os.getloadavg()[0]
+            again = validation_dict(validate(req, "cpu", [run["batch_size"]], "fp32", train, budget_s=BUDGET_S,
+                                             repeats=REPEATS))
+            retry = again["runs"][0]
+            retry["attempts"], retry["load_avg_1min"] = run["attempts"] + 1, load
+            if retry["spread"] is not None and (run["spread"] is None or retry["spread"] < run["spread"]):
+                run = retry
+            else:
+                run["attempts"] = retry["attempts"]
+            res["runs"][i] = run
+    kept = [w for w in res["warnings"] if "spread" not in w]
+    noisy = [r for r in res["runs"] if r["spread"] is not None and r["spread"] > SPREAD_WARN_REL_IQR]
+    res["warnings"] = kept + [f"{res['model']} batch {r['batch_size']}: spread {r['spread']:.0%} after "
+                              f"{r['attempts']} attempts" for r in noisy]
+    errors = [abs(r["error_pct"]) for r in res["runs"]]
+    res["median_abs_error_pct"], res["max_abs_error_pct"] = statistics.median(errors), max(errors)
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="three small cases (smoke test, not a result)")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    results = []
+    for model, train, batches, inputs in (QUICK_CASES if args.quick else CASES):
+        print(f"{model} {'train' if train else 'infer'} batch {batches}", file=sys.stderr, flush=True)
+        req = ModelRequest(model=model, input_size=inputs.get("input_size"), seq_len=inputs.get("seq_len"))
+        results.append(measure_case(req, train, batches))
+    errors = [abs(r["error_pct"]) for res in results for r in res["runs"]]
+    summary = {"runs": len(errors), "median_abs_error_pct": statistics.median(errors),
+               "max_abs_error_pct": max(errors), "elapsed_s": time.perf_counter() - started}
+    summary["median_target_met"] = summary["median_abs_error_pct"] <= MEDIAN_TARGET_PCT
+    summary["worst_target_met"] = summary["max_abs_error_pct"] <= WORST_TARGET_PCT
+    summary.update(median_target_pct=MEDIAN_TARGET_PCT, worst_target_pct=WORST_TARGET_PCT,
+                   calibration=calibration_summary())
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = "accuracy-cpu-quick" if args.quick else "accuracy-cpu"
+    (args.out / f"{stem}.json").write_text(json.dumps({"summary": summary, "results": results}, indent=2,
+                                                       default=float) + "\n")
+    (args.out / f"{stem}.md").write_text(markdown(results, summary))
+    print(f"median |error| {summary['median_abs_error_pct']:.1f}%, worst {summary['max_abs_error_pct']:.1f}% "
+          f"-> {args.out / (stem + '.md')}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

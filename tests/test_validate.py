@@ -1,0 +1,120 @@
+"""`roofline validate`: a CI-sized live run on the CPU checked for the JSON contract, for a measured time
+that agrees with an independent timing loop, and for the error arithmetic; plus the refusals (bad device,
+CUDA without a GPU). A real GPU run is exercised only where torch sees one."""
+
+import json
+import math
+import statistics
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from cli import main  # noqa: E402
+from roofline.validate import error_pct, kind_rows  # noqa: E402
+
+TINY = ["--model", "trace_models:TinyNet", "--input-shape", "1,3,32,32"]
+QUICK = ["--repeats", "3", "--budget", "0.2", "--kind-steps", "1"]
+
+
+@pytest.fixture
+def no_calibration(monkeypatch, tmp_path):
+    """An empty calibrated directory, so the profile is this CPU's detected one whatever the host holds."""
+    monkeypatch.setenv("ROOFLINE_HOME", str(tmp_path))
+
+
+def run_json(capsys, argv):
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def independent_step_s(batch: int) -> float:
+    """Fastest of 20 timed forwards of a fresh TinyNet at input 32x32: a reference outside roofline."""
+    from trace_models import TinyNet
+
+    net = TinyNet().eval()
+    x = torch.randn(batch, 3, 32, 32)
+    times = []
+    with torch.no_grad():
+        for _ in range(5):
+            net(x)
+        for _ in range(20):
+            start = time.perf_counter()
+            net(x)
+            times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def test_error_pct_is_signed_relative_error():
+    # predicted 1.2 s against measured 1.0 s: (1.2 / 1.0 - 1) x 100 = +20 %; 0.5 against 1.0: -50 %
+    assert error_pct(1.2, 1.0) == pytest.approx(20.0)
+    assert error_pct(0.5, 1.0) == pytest.approx(-50.0)
+
+
+def test_kind_rows_join_both_sides():
+    rows = {r.kind: r for r in kind_rows({"conv2d": 2.0, "reduce": 1.0}, {"conv2d": 1.0, "other": 0.5})}
+    assert rows["conv2d"].error_pct == pytest.approx(100.0)  # 2.0 / 1.0 - 1 = +100 %
+    assert rows["reduce"].measured_s is None and rows["reduce"].error_pct is None
+    assert rows["other"].predicted_s is None
+
+
+def test_live_cpu_inference_contract(capsys, no_calibration):
+    out = run_json(capsys, ["validate", *TINY, "--device", "cpu", "--batch", "1,2", *QUICK, "--json"])
+    assert [r["batch_size"] for r in out["runs"]] == [1, 2]
+    assert out["profile"]["source"] == "detected" and out["profile"]["calibrated"] is False
+    assert any("no calibration" in w for w in out["warnings"])
+    assert out["threads"] == torch.get_num_threads()
+    for run in out["runs"]:
+        measured, predicted = run["measured_s"], run["predicted_s"]
+        assert math.isfinite(measured) and measured > 0
+        assert math.isfinite(predicted) and predicted > 0
+        assert run["error_pct"] == pytest.approx((predicted / measured - 1) * 100)
+        assert run["measured_q1_s"] <= measured <= run["measured_q3_s"]
+        assert run["repeats"] >= 3 and len(run["samples_s"]) == run["repeats"]
+        kinds = {k["kind"]: k for k in run["by_kind"]}
+        assert kinds["conv2d"]["predicted_s"] > 0 and kinds["conv2d"]["measured_s"] > 0
+    # A plain perf_counter loop over the same network: roofline's fastest sample must be the same order of
+    # magnitude as the loop's fastest call (minima, because interference on a shared machine only slows
+    # samples; factor 5 either way catches a unit, per-call or warm-up error, not noise).
+    reference = independent_step_s(2)
+    batch2 = out["runs"][1]
+    assert reference / 5 < batch2["measured_min_s"] < reference * 5
+    assert batch2["measured_min_s"] <= batch2["measured_s"]
+    assert out["median_abs_error_pct"] == pytest.approx(statistics.median(abs(r["error_pct"]) for r in out["runs"]))
+
+
+def test_live_cpu_training_with_layers(capsys, no_calibration):
+    out = run_json(capsys, ["validate", *TINY, "--batch", "2", "--train", "--per-layer", *QUICK, "--json"])
+    assert out["train"] is True and out["optimizer"] == "sgd"
+    run = out["runs"][0]
+    # training predicts forward + backward + optimizer, so the same model's step costs more than inference
+    assert run["predicted_s"] > 0 and run["measured_s"] > 0
+    layers = {r["name"]: r for r in run["layers"]}
+    assert {"conv", "proj", "bn", "fc"} <= set(layers)
+    assert layers["conv"]["measured_s"] > 0 and layers["conv"]["predicted_s"] > 0
+
+
+def test_bad_device_is_one_line_exit_2(capsys):
+    assert main(["validate", *TINY, "--device", "tpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "expected cpu or cuda" in err[0]
+
+
+def test_bad_module_reference_is_one_line_exit_2(capsys):
+    assert main(["validate", "--model", "trace_models:NoSuchNet", "--input-shape", "1,3,8,8"]) == 2
+    assert "no attribute" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_gpu_is_exit_2(capsys):
+    assert main(["validate", *TINY, "--device", "cuda"]) == 2
+    assert "no CUDA device" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_live_cuda_inference(capsys):
+    out = run_json(capsys, ["validate", *TINY, "--device", "cuda", "--batch", "2", *QUICK, "--json"])
+    run = out["runs"][0]
+    assert run["measured_s"] > 0 and run["error_pct"] == pytest.approx((run["predicted_s"] / run["measured_s"] - 1)
+                                                                        * 100)
