@@ -144,7 +144,7 @@ class Plan:
 
     def steps(self) -> list[str]:
         """Step names in order: the progress bar's total and labels."""
-        names = ["gemm", "memory", "conv", "dispatch", "sync"]
+        names = ["gemm", "memory", "conv", "kernels", "dispatch", "sync"]
         if self.device == "cuda":
             names.append("copies")
         return names
@@ -225,8 +225,9 @@ def base_profile(device: str, hw: str | None = None) -> Profile:
 def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _: None) -> Calibration:
     """Measure everything the plan names on top of `profile` (from `base_profile`); `on_step(name)` is
     called as each step begins."""
-    from roofline.bench import conv, gemm, memory, overhead
+    from roofline.bench import conv, gemm, kernels, memory, overhead
     from roofline.bench.timing import last_level_cache_bytes
+    from roofline.ceilings import fit_gemm_curve, monotone_curve
 
     torch = _require_torch(plan.device)
     started = time.perf_counter()
@@ -274,13 +275,21 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     on_step("conv")
     conv_results = [conv.measure(s, plan.device, plan.gemm_budget_s) for s in conv.SHAPES]
     measurements += [r.measurement for r in conv_results]
-    conv_eff = conv.efficiencies(conv_results, peak["fp32"])
+    fp32_fit = fit_gemm_curve(monotone_curve([(p.n, p.flops_per_s) for p in curves["torch fp32"]]))
+    conv_eff = conv.efficiencies(conv_results, fp32_fit, peak["fp32"])
     details["conv"] = [{"kind": r.shape.kind, "flops": r.shape.flops, "flops_per_s": r.flops_per_s}
                        for r in conv_results]
+
+    on_step("kernels")
+    rates = kernels.streaming_rates(plan.device, llc, plan.memory_budget_s)
+    measurements += [r.measurement for r in rates]
+    details["kernels"] = [{"kernel": r.key, "bytes": r.bytes, "bytes_per_s": r.bytes_per_s} for r in rates]
 
     on_step("dispatch")
     tiny = overhead.dispatch("cpu")
     measurements.append(tiny)
+    by_kind = kernels.dispatch_by_kind(plan.device)
+    measurements += list(by_kind.values())
     launch = overhead.dispatch("cuda") if plan.device == "cuda" else None
     if launch is not None:
         measurements.append(launch)
@@ -306,6 +315,8 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
         gemm_curves={key.split()[1]: [MeasuredGemmPoint(n=p.n, flops_per_s=p.flops_per_s) for p in c]
                      for key, c in curves.items() if key.startswith("torch")},
         conv_efficiency=conv_eff, host_to_device_bytes_per_s=h2d,
+        kernel_bytes_per_s={r.key: r.bytes_per_s for r in rates},
+        dispatch_s_by_kind={kind: m.median for kind, m in by_kind.items()},
         kernel_launch_s=launch.median if launch is not None else None,
         framework_dispatch_s=tiny.median, sync_s=sync.per_step_s, environment=environment)
     if plan.device == "cpu":

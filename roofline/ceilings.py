@@ -48,10 +48,16 @@ class Ceilings:
     alignment_elements: int | None
     """Tensor-core alignment for the compute dtype (GEMM dims must be multiples)."""
     gemm_curve: tuple[tuple[int, float], ...] = ()
+    gemm_fit: GemmFit | None = None
+    """Hockney's model fitted to `gemm_curve`: what the cost model applies to GEMM-like ops when measured."""
     """Measured (n, FLOP/s) for square GEMMs at this dtype: small products do not reach peak."""
     conv_efficiency: dict[str, float] = field(default_factory=dict)
+    kernel_bytes_per_s: dict[str, float] = field(default_factory=dict)
+    """Measured forward rate of non-GEMM kernels by `op.kernel`: a ceiling below the memory level's."""
     levels: tuple[Level, ...] = ()
     dispatch_s: float = 0.0
+    dispatch_s_by_kind: dict[str, float] = field(default_factory=dict)
+    """Measured host time per call by `op.kind`; `dispatch_s` for kinds not measured."""
     launch_s: float = 0.0
     sync_s: float = 0.0
     host_link_bytes_per_s: float | None = None
@@ -87,6 +93,76 @@ def supported_precisions(profile: Profile, names: tuple[str, ...]) -> list[str]:
     return [n for n in names if compute_dtype_for(get_precision(n), profile) is not None]
 
 
+@dataclass(frozen=True)
+class GemmFit:
+    """Hockney's model of a measured GEMM curve: a call costs t0 + 2mnk / r(s), with the rate
+    r(s) = r_inf x s / (s + n_half) growing with the product's operand reuse s (`GemmView.equivalent_n`).
+
+    t0 is the fixed cost of a call (dispatch, thread wake-up); n_half is the size at which half of r_inf is
+    reached (Hockney and Jesshope, Parallel Computers 2). Fitted to the square-GEMM curve, it predicts a skinny
+    product from its reuse without mistaking the small squares' fixed cost for a low rate.
+    """
+
+    t0_s: float
+    r_inf_flops_per_s: float
+    n_half: float
+    n_min: float = 1.0
+    """Smallest measured size. Below it (a matrix-vector product: reuse 3 at m = 1) the library switches
+    to streaming kernels the curve never saw; the rate is held at n_min's and the memory roofline, which
+    the cost model applies beside it, bounds such products."""
+
+    def rate(self, equivalent_n: float) -> float:
+        """FLOP/s of the work alone (t0 excluded), for comparison with other ceilings."""
+        n = max(equivalent_n, self.n_min)
+        return self.r_inf_flops_per_s * n / (n + self.n_half)
+
+
+def fit_gemm_curve(curve: tuple[tuple[int, float], ...]) -> GemmFit | None:
+    """Least squares of t(n) = t0 + (2n^3 + 2 n_half n^2) / r_inf over the curve's points, each weighted by
+    1 / t(n) so the small and large sizes count alike; None with fewer than three points or an unphysical
+    fit (a negative term)."""
+    if len(curve) < 3:
+        return None
+    rows = [(1.0, 2.0 * n**3, 2.0 * n**2, 2.0 * n**3 / rate) for n, rate in curve]
+    rows = [(a / t, b / t, c / t, 1.0) for a, b, c, t in rows]
+    normal = [[sum(r[i] * r[j] for r in rows) for j in range(3)] for i in range(3)]
+    rhs = [sum(r[i] * r[3] for r in rows) for i in range(3)]
+    solution = _solve3(normal, rhs)
+    if solution is None or min(solution) < 0 or solution[1] == 0:
+        return None
+    t0, inverse_rate, half_over_rate = solution
+    return GemmFit(t0, 1 / inverse_rate, half_over_rate / inverse_rate, float(min(n for n, _ in curve)))
+
+
+def _solve3(matrix: list[list[float]], rhs: list[float]) -> list[float] | None:
+    """Gaussian elimination with partial pivoting for a 3 x 3 system (no numpy on the fast paths)."""
+    m = [[*row, value] for row, value in zip(matrix, rhs, strict=True)]
+    for col in range(3):
+        pivot = max(range(col, 3), key=lambda r: abs(m[r][col]))
+        if m[pivot][col] == 0:
+            return None
+        m[col], m[pivot] = m[pivot], m[col]
+        for r in range(col + 1, 3):
+            factor = m[r][col] / m[col][col]
+            m[r] = [a - factor * b for a, b in zip(m[r], m[col], strict=True)]
+    out = [0.0, 0.0, 0.0]
+    for r in (2, 1, 0):
+        out[r] = (m[r][3] - sum(m[r][c] * out[c] for c in range(r + 1, 3))) / m[r][r]
+    return out
+
+
+def monotone_curve(points: list[tuple[int, float]]) -> tuple[tuple[int, float], ...]:
+    """The measured GEMM curve as a running maximum over size: a bigger square product has at least the
+    reuse of a smaller one, so a dip is interference on a shared machine (a descheduled thread), not the
+    hardware; without this, one disturbed sample near the top would cap every large GEMM."""
+    best = 0.0
+    out = []
+    for n, rate in sorted(points):
+        best = max(best, rate)
+        out.append((n, best))
+    return tuple(out)
+
+
 def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
     """Resolve the ceilings for one precision on one device (measured where calibrated)."""
     dtype = compute_dtype_for(precision, profile)
@@ -112,7 +188,7 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
     alignment = None
     if isinstance(profile, GpuProfile) and dtype in profile.tensor_cores:
         alignment = profile.tensor_cores[dtype].alignment_elements
-    curve = tuple((p.n, p.flops_per_s) for p in (measured.gemm_curves.get(dtype, []) if measured else []))
+    curve = monotone_curve([(p.n, p.flops_per_s) for p in (measured.gemm_curves.get(dtype, []) if measured else [])])
     if curve:
         provenance["gemm_curve"] = "measured"
     levels = tuple(Level(*lv) for lv in memory_levels(profile))
@@ -136,7 +212,11 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
     return Ceilings(
         device=profile.name, is_gpu=isinstance(profile, GpuProfile), units=units, compute_dtype=dtype,
         matrix_flops_per_s=matrix_value, vector_flops_per_s=vector_value, alignment_elements=alignment,
-        gemm_curve=curve, conv_efficiency=dict(measured.conv_efficiency) if measured else {},
-        levels=levels, dispatch_s=dispatch, launch_s=launch, sync_s=sync, host_link_bytes_per_s=link,
+        gemm_curve=curve, gemm_fit=fit_gemm_curve(curve),
+        conv_efficiency=dict(measured.conv_efficiency) if measured else {},
+        kernel_bytes_per_s=dict(measured.kernel_bytes_per_s) if measured else {},
+        levels=levels, dispatch_s=dispatch,
+        dispatch_s_by_kind=dict(measured.dispatch_s_by_kind) if measured else {},
+        launch_s=launch, sync_s=sync, host_link_bytes_per_s=link,
         host_link_pageable_bytes_per_s=pageable, provenance=provenance,
     )

@@ -18,12 +18,14 @@ device work on a GPU and adds to it on a CPU). Each mechanism is named where it 
   each convolution's activations in and out (NVIDIA, "Tensor Layouts In Memory: NCHW vs NHWC",
   https://docs.nvidia.com/deeplearning/performance/dl-performance-convolutional/index.html), one read and
   one write of every activation operand, unless the model runs channels_last;
-- calibration: a measured GEMM efficiency curve or convolution efficiency replaces the tile model.
+- calibration: Hockney's model fitted to the measured GEMM curve (a fixed cost per call, a rate growing
+  with operand reuse) and measured convolution efficiencies replace the tile model; a
+  measured streaming rate of a non-GEMM kernel (CPU max pooling over NCHW is a scalar loop) caps its
+  forward pass; measured per-kind dispatch replaces the single tiny-op figure.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -121,19 +123,6 @@ def gemm_rate(op: Op, view: GemmView, ctx: CostContext) -> tuple[float, str, lis
     return rate, path, notes
 
 
-def _curve_rate(curve: tuple[tuple[int, float], ...], n_eq: float) -> float:
-    """Measured FLOP/s at an equivalent square size, interpolated in log-size, clamped at the ends."""
-    if n_eq <= curve[0][0]:
-        return curve[0][1] * n_eq / curve[0][0]
-    if n_eq >= curve[-1][0]:
-        return curve[-1][1]
-    for (n0, r0), (n1, r1) in itertools.pairwise(curve):
-        if n0 <= n_eq <= n1:
-            t = (math.log(n_eq) - math.log(n0)) / (math.log(n1) - math.log(n0))
-            return r0 + t * (r1 - r0)
-    return curve[-1][1]
-
-
 def _panel_bytes(view: GemmView, tile: tuple[int, int], element_bytes: float) -> float:
     """L2 -> SM traffic of a tiled GEMM: each output tile streams its A panel (tm x k) and B panel (k x tn),
     so A is read ceil(n / tn) times and B ceil(m / tm) times."""
@@ -216,12 +205,15 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
             rate, path, why = gemm_rate(op, view, ctx)
             notes.extend(why)
             kind = conv_kind(op) if op.kind == "conv2d" else None
-            if kind and kind in c.conv_efficiency and c.matrix_flops_per_s is None:
-                compute_s += view.flops / (c.conv_efficiency[kind] * rate)
-                notes.append(f"measured {kind} convolution efficiency {c.conv_efficiency[kind]:.0%}")
-            elif c.gemm_curve and not why:
-                n_eq = (float(view.m) * float(view.n) * float(view.k)) ** (1 / 3)
-                compute_s += view.flops / min(rate, _curve_rate(c.gemm_curve, n_eq))
+            if c.gemm_fit and not why:
+                fit, reuse = c.gemm_fit, view.equivalent_n
+                efficiency = c.conv_efficiency.get(kind, 1.0) if kind else 1.0
+                if kind and kind in c.conv_efficiency:
+                    notes.append(f"measured {kind} convolution: {efficiency:.0%} of a GEMM of equal reuse "
+                                 f"(n = {reuse:.0f})")
+                # the fit's fixed cost per call includes the dispatch that host_s charges already
+                t = max(0.0, fit.t0_s - c.dispatch_s) + view.flops / (fit.rate(reuse) * efficiency)
+                compute_s += max(t, view.flops / rate)
             else:
                 t, tile, split, panel = gemm_compute_s(view, rate, ctx)
                 compute_s += t
@@ -248,11 +240,16 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     weight_level = _level_for(c.levels, ctx.model_weight_bytes or w_bytes, c.is_gpu)
     memory_s = act_bytes / act_level.bandwidth_bytes_per_s + w_bytes / weight_level.bandwidth_bytes_per_s
     level_name = act_level.name if act_bytes >= w_bytes else weight_level.name
+    kernel_rate = c.kernel_bytes_per_s.get(op.kernel) if pass_ == "forward" and not views else None
+    if kernel_rate and (act_bytes + w_bytes) / kernel_rate > memory_s:
+        memory_s = (act_bytes + w_bytes) / kernel_rate
+        level_name = "kernel"
+        notes.append(f"measured {op.kernel} kernel streams {kernel_rate / 1e9:.3g} GB/s, below its memory level")
     l2 = next((lv for lv in c.levels if lv.name == "L2"), None)
     if l2 is not None and l2_bytes / l2.bandwidth_bytes_per_s > memory_s:
         memory_s = l2_bytes / l2.bandwidth_bytes_per_s
         level_name = "L2"
-    host_s = c.dispatch_s * launches
+    host_s = c.dispatch_s_by_kind.get(op.kind, c.dispatch_s) * launches
     launch_s = c.launch_s * launches if c.is_gpu else 0.0
     device_s = max(compute_s, memory_s, launch_s)
     if max(host_s, launch_s) > max(compute_s, memory_s):

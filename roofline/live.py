@@ -16,6 +16,7 @@ from roofline.errors import MissingDependency, RooflineError
 ATEN_KIND = {
     "aten::convolution": "conv2d", "aten::_convolution": "conv2d", "aten::cudnn_convolution": "conv2d",
     "aten::mkldnn_convolution": "conv2d", "aten::convolution_backward": "conv2d",
+    "aten::_slow_conv2d_forward": "conv2d", "aten::_slow_conv2d_backward": "conv2d",
     "aten::addmm": "gemm", "aten::mm": "gemm", "aten::bmm": "gemm", "aten::linear": "gemm",
     "aten::matmul": "gemm",
     "aten::native_batch_norm": "norm", "aten::_native_batch_norm_legit": "norm",
@@ -36,6 +37,18 @@ ATEN_KIND = {
     "aten::_scaled_dot_product_flash_attention_for_cpu": "attention",
     "aten::_scaled_dot_product_efficient_attention": "attention",
     "aten::_scaled_dot_product_flash_attention": "attention",
+    "aten::_scaled_dot_product_flash_attention_for_cpu_backward": "attention",
+    "aten::_scaled_dot_product_efficient_attention_backward": "attention",
+    "aten::_scaled_dot_product_flash_attention_backward": "attention",
+    "aten::clamp_min": "activation", "aten::clamp_min_": "activation", "aten::gelu_": "activation",
+    "aten::silu_backward": "activation", "aten::sigmoid_backward": "activation",
+    "aten::embedding_dense_backward": "embedding", "aten::native_dropout_backward": "dropout",
+    "aten::_softmax_backward_data": "softmax", "aten::cat": "concat",
+    "aten::adaptive_avg_pool2d_backward": "pool", "aten::_adaptive_avg_pool2d_backward": "pool",
+    "aten::avg_pool2d_backward": "pool",
+    "aten::_foreach_add_": "optimizer", "aten::_foreach_mul_": "optimizer", "aten::_foreach_add": "optimizer",
+    "aten::_foreach_addcmul_": "optimizer", "aten::_foreach_addcdiv_": "optimizer",
+    "aten::_foreach_lerp_": "optimizer", "aten::_foreach_sqrt": "optimizer", "aten::_foreach_div_": "optimizer",
 }
 """Profiler event name -> op kind of the IR, for the leaf kernels whose self time we attribute."""
 

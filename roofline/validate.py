@@ -54,8 +54,25 @@ def _without_calibration(profile: Profile, source: str, why: str) -> ProfileChoi
                          (f"{why}; predicting with {source} ceilings",))
 
 
-def choose_profile(device: str, hw: str | None) -> ProfileChoice:
-    """`--hw` when given, else this machine's profile for `device`, calibrated when a calibration exists.
+def quick_calibration(device: str) -> ProfileChoice:
+    """Calibrate this machine quickly (`roofline calibrate --quick`) and save it where later runs find it:
+    validation exists to test the cost model, which needs this machine's measured ceilings."""
+    import time
+
+    from roofline.calibrate import Plan, base_profile, calibrated_path, run, write_profile
+
+    started = time.perf_counter()
+    result = run(Plan(device=device, quick=True), base_profile(device))
+    path = calibrated_path(result.profile.name)
+    write_profile(result.profile, path, force=False)
+    return ProfileChoice(result.profile, "calibrated", str(path), (
+        f"no calibration of this machine: ran a quick one ({time.perf_counter() - started:.0f} s) and saved it "
+        f"to {path}; `roofline calibrate --force` takes a fuller one",))
+
+
+def choose_profile(device: str, hw: str | None, calibrate: bool = True) -> ProfileChoice:
+    """`--hw` when given, else this machine's profile for `device`, calibrated when a calibration exists
+    and calibrated now (quickly) when none does, unless `calibrate` is False.
 
     A calibration from another environment is not applied: the choice falls back to the uncalibrated
     profile and carries the mismatch as a warning, so the user learns why errors may be large.
@@ -81,6 +98,8 @@ def choose_profile(device: str, hw: str | None) -> ProfileChoice:
             from roofline.detect import detect_cpu
 
             return _without_calibration(detect_cpu(), "detected", str(exc))
+        if path is None and calibrate:
+            return quick_calibration("cpu")
         if path is None:
             return ProfileChoice(profile, "detected", None, (
                 "no calibration of this machine: predictions use detected (estimated) ceilings; "
@@ -98,6 +117,8 @@ def choose_profile(device: str, hw: str | None) -> ProfileChoice:
             except CalibrationMismatch as exc:
                 return _without_calibration(datasheet, "datasheet", str(exc))
             return ProfileChoice(calibrated, "calibrated", str(path))
+    if calibrate and not path.exists():
+        return quick_calibration("cuda")
     return ProfileChoice(datasheet, "datasheet", None, (
         f"no calibration of this GPU: predictions use {datasheet.name}'s datasheet ceilings; "
         "run `roofline calibrate --device cuda` first",))
@@ -390,7 +411,7 @@ def _measure_batch(module: Any, step: Callable[[], Any], device: Any, label: str
 def validate(req: ModelRequest, device_name: str, batches: list[int], precision_name: str = "fp32",
              train: bool = False, optimizer: str = "sgd", hw: str | None = None, budget_s: float = 2.0,
              repeats: int = MIN_TIMED_REPEATS, kind_steps: int = 2, per_layer: bool = False,
-             on_batch: Callable[[int], None] = lambda _: None) -> Validation:
+             on_batch: Callable[[int], None] = lambda _: None, calibrate: bool = True) -> Validation:
     """Predict and run `req` at each batch size on `device_name` ('cpu' or 'cuda')."""
     from roofline.calibrate import current_environment
     from roofline.live import make_step, resolve_device
@@ -403,7 +424,7 @@ def validate(req: ModelRequest, device_name: str, batches: list[int], precision_
     precision = get_precision(precision_name)
     if repeats < 1 or budget_s <= 0 or kind_steps < 0:
         raise RooflineError("--repeats must be >= 1, --budget > 0 and --kind-steps >= 0")
-    choice = choose_profile(device_name, hw)
+    choice = choose_profile(device_name, hw, calibrate)
     name, build = workload_builder(req)
     module = live_model(req)
     environment = current_environment(device_name)

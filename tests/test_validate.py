@@ -60,7 +60,8 @@ def test_kind_rows_join_both_sides():
 
 
 def test_live_cpu_inference_contract(capsys, no_calibration):
-    out = run_json(capsys, ["validate", *TINY, "--device", "cpu", "--batch", "1,2", *QUICK, "--json"])
+    out = run_json(capsys, ["validate", *TINY, "--device", "cpu", "--batch", "1,2", *QUICK, "--no-calibrate",
+                            "--json"])
     assert [r["batch_size"] for r in out["runs"]] == [1, 2]
     assert out["profile"]["source"] == "detected" and out["profile"]["calibrated"] is False
     assert any("no calibration" in w for w in out["warnings"])
@@ -85,7 +86,8 @@ def test_live_cpu_inference_contract(capsys, no_calibration):
 
 
 def test_live_cpu_training_with_layers(capsys, no_calibration):
-    out = run_json(capsys, ["validate", *TINY, "--batch", "2", "--train", "--per-layer", *QUICK, "--json"])
+    out = run_json(capsys, ["validate", *TINY, "--batch", "2", "--train", "--per-layer", *QUICK, "--no-calibrate",
+                            "--json"])
     assert out["train"] is True and out["optimizer"] == "sgd"
     run = out["runs"][0]
     # training predicts forward + backward + optimizer, so the same model's step costs more than inference
@@ -93,6 +95,20 @@ def test_live_cpu_training_with_layers(capsys, no_calibration):
     layers = {r["name"]: r for r in run["layers"]}
     assert {"conv", "proj", "bn", "fc"} <= set(layers)
     assert layers["conv"]["measured_s"] > 0 and layers["conv"]["predicted_s"] > 0
+
+
+@pytest.mark.parametrize("model", [["--model", "mlp"], ["--model", "mobilenetv3-small", "--input-size", "64"]])
+def test_zoo_models_validate_with_a_quick_calibration(capsys, no_calibration, tmp_path, model):
+    """With no calibration of this machine, validate runs a quick one first, saves it, and predicts with it."""
+    out = run_json(capsys, ["validate", *model, "--batch", "2", *QUICK, "--json"])
+    assert out["profile"]["source"] == "calibrated" and out["profile"]["calibrated"] is True
+    assert list((tmp_path / "calibrated").glob("*.yaml"))
+    assert any("ran a quick one" in w for w in out["warnings"])
+    (run,) = out["runs"]
+    assert math.isfinite(run["predicted_s"]) and run["predicted_s"] > 0
+    assert math.isfinite(run["measured_s"]) and run["measured_s"] > 0
+    assert {"batch_size", "predicted_s", "measured_s", "error_pct"} <= set(run)
+    assert math.isfinite(out["median_abs_error_pct"])
 
 
 def test_bad_device_is_one_line_exit_2(capsys):

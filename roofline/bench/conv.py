@@ -1,16 +1,20 @@
-"""Convolution throughput on representative shapes, as a fraction of the fp32 GEMM peak.
+"""Convolution throughput on representative shapes, relative to what a GEMM of the same reuse reaches.
 
-The cost model prices a convolution as its FLOPs at the GEMM ceiling divided by the measured efficiency of
-its kind: a 3x3 and a 1x1 convolution run as (implicit) GEMMs, a depthwise one has too little reuse to be
-compute-bound, and a strided 7x7 stem on 3 input channels has short reduction loops.
+A 3x3, 1x1 or stem convolution runs as an implicit GEMM (m = N P Q, n = C_out, k = C_in R S); its
+efficiency is its measured rate over the measured GEMM curve at the implicit GEMM's equivalent square size
+(`GemmView.equivalent_n`), so one number per kind carries over to every size, as the GEMM curve does. A
+depthwise convolution has no channel reduction to feed a GEMM: its efficiency is over the fp32 peak.
 FLOPs of a convolution: 2 x N x C_out x H_out x W_out x (C_in / groups) x K_h x K_w (a MAC = 2 FLOPs).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from roofline.bench.timing import Measurement, Timer
+from roofline.ceilings import GemmFit
+from roofline.ops.base import GemmView
 
 
 @dataclass(frozen=True)
@@ -38,14 +42,27 @@ class ConvShape:
     def flops(self) -> float:
         return 2.0 * self.batch * self.c_out * self.out_size**2 * (self.c_in // self.groups) * self.kernel**2
 
+    @property
+    def gemm(self) -> GemmView:
+        """The implicit GEMM of the forward pass, as the op IR's Conv2d states it."""
+        return GemmView(self.batch * self.out_size**2, self.c_out // self.groups,
+                        self.c_in // self.groups * self.kernel**2, self.groups)
+
 
 SHAPES = (
     ConvShape("3x3", 4, 64, 64, 56, 3),
     ConvShape("1x1", 4, 256, 256, 28, 1),
+    ConvShape("1x1", 16, 16, 64, 64, 1),
+    ConvShape("1x1", 16, 64, 24, 32, 1),
     ConvShape("depthwise", 4, 256, 256, 28, 3, groups=256),
+    ConvShape("depthwise", 16, 72, 72, 32, 3, groups=72),
+    ConvShape("depthwise", 16, 64, 64, 64, 3, stride=2, groups=64),
     ConvShape("stem", 4, 3, 64, 224, 7, stride=2),
 )
-"""ResNet-50's stage-1 3x3 and stage-2 1x1, MobileNet's depthwise 3x3, and the ResNet 7x7/2 stem."""
+"""ResNet-50's stage-1 3x3 and stage-2 1x1; MobileNetV3's narrow 1x1 expansions and projections and its
+depthwise 3x3 at three stages (one strided); the ResNet 7x7/2 stem. Library kernels vary by shape (a 1x1
+over 16 input channels, or a depthwise convolution over few, large planes, runs far below the GEMM
+curve), so a kind's efficiency is the geometric mean over its shapes."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +91,16 @@ def measure(shape: ConvShape, device: str = "cpu", budget_s: float = 0.3) -> Con
     return ConvResult(shape, timer.measure())
 
 
-def efficiencies(results: list[ConvResult], fp32_gemm_peak_flops_per_s: float) -> dict[str, float]:
-    """kind -> measured FLOP/s over the fp32 GEMM peak."""
-    return {r.shape.kind: r.flops_per_s / fp32_gemm_peak_flops_per_s for r in results}
+def efficiencies(results: list[ConvResult], fp32_fit: GemmFit | None,
+                 fp32_peak_flops_per_s: float) -> dict[str, float]:
+    """kind -> the fitted GEMM model's rate at the shape's equivalent size over the convolution's measured rate
+    (its fixed cost per call taken out of both); depthwise: measured FLOP/s over the fp32 peak."""
+    by_kind: dict[str, list[float]] = {}
+    for r in results:
+        if r.shape.kind == "depthwise" or fp32_fit is None:
+            value = r.flops_per_s / fp32_peak_flops_per_s
+        else:
+            work_s = max(r.measurement.min - fp32_fit.t0_s, 1e-12)
+            value = r.shape.flops / work_s / fp32_fit.rate(r.shape.gemm.equivalent_n)
+        by_kind.setdefault(r.shape.kind, []).append(value)
+    return {kind: math.prod(values) ** (1 / len(values)) for kind, values in by_kind.items()}

@@ -47,8 +47,12 @@ def render_calibration(result: Any, path: Path, console: Any) -> None:
                    format_si(p["bandwidth_bytes_per_s"], "B/s"), "yes" if p["level"] in kept else "no")
     console.print(bw)
 
-    console.print("convolution efficiency (of the fp32 GEMM peak): "
+    console.print("convolution efficiency (of a GEMM of equal reuse; depthwise: of the fp32 peak): "
                   + ", ".join(f"{k} {v:.0%}" for k, v in m.conv_efficiency.items()))
+    console.print("kernel streaming rates (forward, cache-resident, compulsory bytes): "
+                  + ", ".join(f"{k} {format_si(v, 'B/s')}" for k, v in m.kernel_bytes_per_s.items()))
+    console.print("host time per layer call: "
+                  + ", ".join(f"{k} {format_si(v, 's')}" for k, v in m.dispatch_s_by_kind.items()))
     console.print(f"framework dispatch {format_si(m.framework_dispatch_s, 's')} per op; sync point "
                   f"{format_si(m.sync_s, 's')} per step; launch {format_si(m.kernel_launch_s, 's')}")
     for key, value in m.host_to_device_bytes_per_s.items():

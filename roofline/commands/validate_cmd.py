@@ -28,6 +28,9 @@ def add_parser(subparsers: Any) -> None:
                    help="seconds of timing per batch, stretched to fit --repeats (default 2)")
     p.add_argument("--kind-steps", type=int, default=2, metavar="N",
                    help="profiled steps for the per-kind breakdown, 0 to skip it (default 2)")
+    p.add_argument("--no-calibrate", action="store_true",
+                   help="with no calibration of this machine, predict from detected/datasheet ceilings instead of "
+                        "running a quick calibration first")
     p.add_argument("--per-layer", action="store_true", help="also time each leaf module's forward")
     add_json_flag(p)
     p.set_defaults(handler=run)
@@ -46,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
             err.print(f"[dim]running {args.model} at batch {batch} on {args.device}...[/]")
 
     result = validate(model_request(args), args.device, batches, args.precision, args.train, args.optimizer,
-                      args.hw, args.budget, args.repeats, args.kind_steps, args.per_layer, progress)
+                      args.hw, args.budget, args.repeats, args.kind_steps, args.per_layer, progress,
+                      calibrate=not args.no_calibrate)
     out = validation_dict(result, args.per_layer)
     if args.json:
         print_json(out)

@@ -134,9 +134,15 @@ class Measured(_Strict):
     gemm_curves: dict[str, list[MeasuredGemmPoint]] = {}
     """dtype -> throughput against size: small GEMMs do not reach peak."""
     conv_efficiency: dict[str, float] = {}
-    """shape kind ('3x3', '1x1', 'depthwise', 'stem') -> measured FLOP/s over the fp32 GEMM peak."""
+    """shape kind ('3x3', '1x1', 'stem') -> measured FLOP/s over the fp32 GEMM curve at the implicit GEMM's
+    equivalent square size; 'depthwise' -> measured FLOP/s over the fp32 peak (no GEMM to compare with)."""
     host_to_device_bytes_per_s: dict[str, float] = {}
     """'pageable' / 'pinned' -> measured copy bandwidth."""
+    kernel_bytes_per_s: dict[str, float] = {}
+    """op kernel ('pool:max', 'norm:train', 'activation:gelu', ...) -> forward compulsory bytes per second
+    on a cache-resident tensor: the kernel's own ceiling where it is slower than the memory feeding it."""
+    dispatch_s_by_kind: dict[str, float] = {}
+    """op kind -> host time of one call of a one-element layer of that kind (module call included)."""
     kernel_launch_s: float | None = None
     framework_dispatch_s: float | None = None
     sync_s: float | None = None

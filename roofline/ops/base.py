@@ -40,6 +40,14 @@ class GemmView:
     def flops(self) -> Num:
         return 2 * self.m * self.n * self.k * self.count
 
+    @property
+    def equivalent_n(self) -> float:
+        """Side of the square GEMM with this product's operand reuse: 2mnk FLOPs over mk + kn + mn elements
+        equals 2n^3 over 3n^2 at n = 3mnk / (mk + kn + mn). A skinny product (m = 64, n = 2048, k = 512: 167)
+        reuses its operands like a small square one, whatever its volume (cube root: 406)."""
+        m, n, k = float(self.m), float(self.n), float(self.k)
+        return 3 * m * n * k / (m * k + k * n + m * n)
+
 
 @dataclass(frozen=True)
 class Traffic:
@@ -115,6 +123,12 @@ class Op(ABC):
     def is_free(self) -> bool:
         """True for ops that are metadata only (a view/reshape): no bytes, no launch."""
         return False
+
+    @property
+    def kernel(self) -> str:
+        """Which kernel runs the op, finer than `kind` where calibration measures kernels apart
+        ('pool:max', 'norm:eval', 'activation:gelu'); the key of a measured streaming rate."""
+        return self.kind
 
     @property
     def saves_input(self) -> bool:

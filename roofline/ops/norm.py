@@ -99,6 +99,10 @@ class BatchNorm(_Norm):
     def numel(self) -> Num:
         return self.n * self.c * self.spatial
 
+    @property
+    def kernel(self) -> str:
+        return "norm:train" if self.training else "norm:eval"
+
     def for_inference(self) -> BatchNorm:
         return replace(self, training=False)
 
@@ -126,6 +130,10 @@ class LayerNorm(_Norm):
 
     def __post_init__(self) -> None:
         positive(rows=self.rows, features=self.features)
+
+    @property
+    def kernel(self) -> str:
+        return "norm:layer"
 
     @property
     def numel(self) -> Num:

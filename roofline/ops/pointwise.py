@@ -48,6 +48,10 @@ class Activation(Op):
     def saves_output(self) -> bool:
         return self.fn in OUTPUT_SAVING
 
+    @property
+    def kernel(self) -> str:
+        return f"activation:{self.fn}"
+
     def flops(self, pass_: str) -> Num:
         return ACTIVATION_FLOPS[self.fn] * self.numel if pass_ != "backward_weight" else 0
 
@@ -87,6 +91,10 @@ class Elementwise(Op):
         positive(numel=self.numel, inputs=self.inputs)
         if self.op not in ARITHMETIC:
             raise ValueError(f"unknown elementwise op {self.op!r}; known: {', '.join(ARITHMETIC)}")
+
+    @property
+    def kernel(self) -> str:
+        return f"elementwise:{self.op}"
 
     def flops(self, pass_: str) -> Num:
         if self.op == "copy" or pass_ == "backward_weight":

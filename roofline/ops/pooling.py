@@ -50,6 +50,10 @@ class Pool2d(Op):
     def saves_input(self) -> bool:
         return self.mode == "max"
 
+    @property
+    def kernel(self) -> str:
+        return f"pool:{self.mode}"
+
     def flops(self, pass_: str) -> Num:
         y = self._io()[1]
         return {"forward": y * self.r * self.s, "backward_input": y}.get(pass_, 0)
@@ -92,6 +96,10 @@ class AdaptiveAvgPool2d(Op):
 
     def _io(self) -> tuple[Num, Num]:
         return self.n * self.c * self.h * self.w, self.n * self.c * self.p * self.q
+
+    @property
+    def kernel(self) -> str:
+        return "pool:avg"
 
     def flops(self, pass_: str) -> Num:
         x, y = self._io()

@@ -1,0 +1,107 @@
+"""What the roofline alone does not know about eager PyTorch's non-GEMM kernels: their own streaming rate,
+and the host time one module call costs.
+
+Streaming rate: a memory-bound kernel should run at the bandwidth of the level holding its operands, but
+some reach far less. PyTorch's CPU max pooling over NCHW tensors is a scalar loop (vectorised only for
+channels-last), 50x slower than a ReLU over the same bytes here. Each kernel kind is timed on a
+cache-resident tensor (so DRAM does not limit it) and its rate is the IR's compulsory bytes over the time:
+the cost model then charges max(bytes / level bandwidth, bytes / kernel rate) for that kind's forward pass.
+
+Dispatch: a tiny `nn.Conv2d` call costs several times a tiny `torch.add` (module __call__, argument
+checks, the functional, the dispatcher), and every layer of an eager model pays its own kind's cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from roofline.bench.timing import Measurement, Timer
+from roofline.ops import Activation, AdaptiveAvgPool2d, BatchNorm, Elementwise, LayerNorm, Op, Pool2d
+
+CHANNELS = 64
+SIDE = 56
+"""Activation tensors of ResNet's first stage: (n, 64, 56, 56), n chosen from the cache size."""
+TOKENS_FEATURES = 768
+"""LayerNorm over BERT-base's hidden size."""
+FP32_BYTES = 4
+
+
+@dataclass(frozen=True)
+class KernelRate:
+    key: str
+    """The op's `kernel` name: 'pool:max', 'norm:eval', 'activation:relu', ..."""
+    bytes: float
+    measurement: Measurement
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.bytes / self.measurement.min if self.measurement.min > 0 else float("inf")
+
+
+def _batch_for(cache_bytes: float | None) -> int:
+    """Largest n whose input and output (2 x n x 64 x 56 x 56 fp32) fill at most half the cache, at least 1."""
+    per_sample = 2 * CHANNELS * SIDE * SIDE * FP32_BYTES
+    return max(1, int((cache_bytes or 8 * per_sample) // (2 * per_sample)))
+
+
+def _cases(torch: Any, n: int, device: str) -> list[tuple[Op, Callable[[], Any]]]:
+    f = torch.nn.functional
+    x = torch.randn(n, CHANNELS, SIDE, SIDE, device=device)
+    y = torch.randn_like(x)
+    mean, var = torch.zeros(CHANNELS, device=device), torch.ones(CHANNELS, device=device)
+    gamma, beta = torch.ones(CHANNELS, device=device), torch.zeros(CHANNELS, device=device)
+    rows = x.numel() // TOKENS_FEATURES
+    tokens = torch.randn(rows, TOKENS_FEATURES, device=device)
+    numel = x.numel()
+    return [
+        (Pool2d("max", n=n, c=CHANNELS, h=SIDE, w=SIDE, r=3, s=3, stride=2, pad=1, mode="max"),
+         lambda: f.max_pool2d(x, 3, 2, 1)),
+        (AdaptiveAvgPool2d("avg", n=n, c=CHANNELS, h=SIDE, w=SIDE), lambda: f.adaptive_avg_pool2d(x, 1)),
+        (BatchNorm("bn", n=n, c=CHANNELS, spatial=SIDE * SIDE, training=False),
+         lambda: f.batch_norm(x, mean, var, gamma, beta, training=False)),
+        (BatchNorm("bn", n=n, c=CHANNELS, spatial=SIDE * SIDE, training=True),
+         lambda: f.batch_norm(x, mean.clone(), var.clone(), gamma, beta, training=True)),
+        (LayerNorm("ln", rows=rows, features=TOKENS_FEATURES),
+         lambda: f.layer_norm(tokens, (TOKENS_FEATURES,))),
+        (Activation("relu", numel=numel, fn="relu"), lambda: f.relu(x)),
+        (Activation("hardswish", numel=numel, fn="hardswish"), lambda: f.hardswish(x)),
+        (Activation("gelu", numel=numel, fn="gelu"), lambda: f.gelu(x)),
+        (Elementwise("add", numel=numel, inputs=2, op="add"), lambda: torch.add(x, y)),
+        (Elementwise("mul", numel=numel, inputs=2, op="mul"), lambda: torch.mul(x, y)),
+    ]
+
+
+def streaming_rates(device: str = "cpu", cache_bytes: float | None = None, budget_s: float = 0.2) -> list[KernelRate]:
+    """Forward-pass rate of each kernel kind on a cache-resident fp32 tensor, in compulsory bytes per second."""
+    import torch
+
+    sync = torch.cuda.synchronize if device == "cuda" else None
+    out = []
+    with torch.no_grad():
+        for op, call in _cases(torch, _batch_for(cache_bytes), device):
+            moved = float(op.bytes("forward", FP32_BYTES, FP32_BYTES))
+            timer = Timer(call, label=f"kernel {op.kernel}", work=moved, work_unit="B", budget_s=budget_s, sync=sync)
+            out.append(KernelRate(op.kernel, moved, timer.measure()))
+    return out
+
+
+def dispatch_by_kind(device: str = "cpu", budget_s: float = 0.2) -> dict[str, Measurement]:
+    """Host time of one call of a one-element layer of each kind: what every layer pays however small."""
+    import torch
+
+    nn = torch.nn
+    x = torch.randn(1, 1, 1, 1, device=device)
+    layers: dict[str, Callable[[], Any]] = {
+        "conv2d": nn.Conv2d(1, 1, 1).to(device), "gemm": nn.Linear(1, 1).to(device),
+        "norm": nn.BatchNorm2d(1).to(device).eval(), "activation": nn.ReLU(), "pool": nn.MaxPool2d(1),
+    }
+    out = {}
+    with torch.no_grad():
+        for kind, layer in layers.items():
+            out[kind] = Timer(lambda layer=layer: layer(x), label=f"dispatch {kind}", work=1, work_unit="call",
+                              budget_s=budget_s).measure()
+        out["elementwise"] = Timer(lambda: torch.add(x, x), label="dispatch elementwise", work=1,
+                                   work_unit="call", budget_s=budget_s).measure()
+    return out

@@ -1,0 +1,36 @@
+"""Hockney's GEMM model fitted to a measured curve, checked on synthetic curves with known parameters."""
+
+import pytest
+
+from roofline.ceilings import GemmFit, fit_gemm_curve
+from roofline.ops.base import GemmView
+
+
+def synthetic(t0, r_inf, n_half, sizes=(32, 64, 128, 256, 512, 1024)):
+    # each point: 2 n^3 FLOPs in t0 + 2 n^3 (n + n_half) / (r_inf n) seconds
+    return tuple((n, 2 * n**3 / (t0 + 2 * n**3 * (n + n_half) / (r_inf * n))) for n in sizes)
+
+
+@pytest.mark.parametrize("t0,r_inf,n_half", [(4e-6, 200e9, 70.0), (1e-5, 1e12, 300.0), (0.0, 50e9, 16.0)])
+def test_fit_recovers_known_parameters(t0, r_inf, n_half):
+    fit = fit_gemm_curve(synthetic(t0, r_inf, n_half))
+    assert fit.t0_s == pytest.approx(t0, abs=1e-9)
+    assert fit.r_inf_flops_per_s == pytest.approx(r_inf, rel=1e-6)
+    assert fit.n_half == pytest.approx(n_half, rel=1e-6)
+
+
+def test_rate_is_half_of_peak_at_n_half():
+    fit = GemmFit(t0_s=0.0, r_inf_flops_per_s=200e9, n_half=64.0)
+    assert fit.rate(64.0) == pytest.approx(100e9)
+
+
+def test_too_few_points_or_unphysical_curves_give_no_fit():
+    assert fit_gemm_curve(((64, 1e9), (128, 2e9))) is None
+    # a rate that falls with size has no positive (t0, 1 / r_inf, n_half / r_inf)
+    assert fit_gemm_curve(((64, 9e9), (128, 3e9), (256, 1e9), (512, 0.3e9))) is None
+
+
+def test_equivalent_n_is_the_harmonic_mean_of_the_dimensions():
+    # 3 / (1/8 + 1/2048 + 1/512) = 3 / 0.127441... = 23.54
+    assert GemmView(8, 2048, 512).equivalent_n == pytest.approx(3 / (1 / 8 + 1 / 2048 + 1 / 512))
+    assert GemmView(256, 256, 256).equivalent_n == pytest.approx(256)
