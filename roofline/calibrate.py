@@ -285,6 +285,12 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     measurements += [r.measurement for r in rates]
     details["kernels"] = [{"kernel": r.key, "bytes": r.bytes, "bytes_per_s": r.bytes_per_s} for r in rates]
 
+    fault_rate = None
+    if plan.device == "cpu":
+        fault_rate, fill_existing, fill_fresh = kernels.page_fault_rate(plan.memory_budget_s)
+        measurements += [fill_existing, fill_fresh]
+        details["page_fault_bytes_per_s"] = fault_rate
+
     on_step("dispatch")
     tiny = overhead.dispatch("cpu")
     measurements.append(tiny)
@@ -317,6 +323,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
         conv_efficiency=conv_eff, host_to_device_bytes_per_s=h2d,
         kernel_bytes_per_s={r.key: r.bytes_per_s for r in rates},
         dispatch_s_by_kind={kind: m.median for kind, m in by_kind.items()},
+        page_fault_bytes_per_s=fault_rate if fault_rate and fault_rate != float("inf") else None,
         kernel_launch_s=launch.median if launch is not None else None,
         framework_dispatch_s=tiny.median, sync_s=sync.per_step_s, environment=environment)
     if plan.device == "cpu":

@@ -57,6 +57,8 @@ class Ceilings:
     levels: tuple[Level, ...] = ()
     dispatch_s: float = 0.0
     dispatch_s_by_kind: dict[str, float] = field(default_factory=dict)
+    page_fault_bytes_per_s: float | None = None
+    """CPU: measured first-touch rate of fresh pages, paid by tensors of MMAP_THRESHOLD_BYTES and more."""
     """Measured host time per call by `op.kind`; `dispatch_s` for kinds not measured."""
     launch_s: float = 0.0
     sync_s: float = 0.0
@@ -209,14 +211,16 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
         provenance["host_link"] = "measured" if "pinned" in h2d else "datasheet"
     units = int(profile.compute.sm_count.value) if isinstance(profile, GpuProfile) else int(
         profile.compute.cores.value * profile.compute.sockets)
+    is_gpu = isinstance(profile, GpuProfile)
     return Ceilings(
-        device=profile.name, is_gpu=isinstance(profile, GpuProfile), units=units, compute_dtype=dtype,
+        device=profile.name, is_gpu=is_gpu, units=units, compute_dtype=dtype,
         matrix_flops_per_s=matrix_value, vector_flops_per_s=vector_value, alignment_elements=alignment,
         gemm_curve=curve, gemm_fit=fit_gemm_curve(curve),
         conv_efficiency=dict(measured.conv_efficiency) if measured else {},
         kernel_bytes_per_s=dict(measured.kernel_bytes_per_s) if measured else {},
         levels=levels, dispatch_s=dispatch,
         dispatch_s_by_kind=dict(measured.dispatch_s_by_kind) if measured else {},
+        page_fault_bytes_per_s=measured.page_fault_bytes_per_s if measured and not is_gpu else None,
         launch_s=launch, sync_s=sync, host_link_bytes_per_s=link,
         host_link_pageable_bytes_per_s=pageable, provenance=provenance,
     )

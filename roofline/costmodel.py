@@ -32,6 +32,11 @@ from dataclasses import dataclass, field
 from roofline.ceilings import Ceilings, Level
 from roofline.ops.base import GemmView, Op
 
+MMAP_THRESHOLD_BYTES = 32 * 2**20
+"""glibc's largest dynamic mmap threshold on 64-bit Linux (DEFAULT_MMAP_THRESHOLD_MAX, mallopt(3):
+https://man7.org/linux/man-pages/man3/mallopt.3.html): allocations this large are always mmap'd and
+unmapped on free, so a tensor this large is written into fresh pages at every step."""
+
 LOAD_ALIGNMENT_BYTES = 16
 """Widest vector load a tensor-core GEMM kernel issues (128-bit LDG/LDS); alignment_elements x dtype
 bytes equals this on every NVIDIA profile shipped. Fewer aligned bytes -> proportionally more loads."""
@@ -249,6 +254,13 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     if l2 is not None and l2_bytes / l2.bandwidth_bytes_per_s > memory_s:
         memory_s = l2_bytes / l2.bandwidth_bytes_per_s
         level_name = "L2"
+    if c.page_fault_bytes_per_s:
+        fresh = [b for b in (float(traffic.activations_written) * ctx.activation_bytes,
+                             float(traffic.weights_written) * ctx.weight_bytes) if b >= MMAP_THRESHOLD_BYTES]
+        if fresh:
+            memory_s += sum(fresh) / c.page_fault_bytes_per_s
+            notes.append(f"{sum(fresh) / 2**20:.0f} MiB written into fresh pages (mmap'd tensors): "
+                         f"{c.page_fault_bytes_per_s / 1e9:.2g} GB/s first touch")
     host_s = c.dispatch_s_by_kind.get(op.kind, c.dispatch_s) * launches
     launch_s = c.launch_s * launches if c.is_gpu else 0.0
     device_s = max(compute_s, memory_s, launch_s)

@@ -105,3 +105,24 @@ def dispatch_by_kind(device: str = "cpu", budget_s: float = 0.2) -> dict[str, Me
         out["elementwise"] = Timer(lambda: torch.add(x, x), label="dispatch elementwise", work=1,
                                    work_unit="call", budget_s=budget_s).measure()
     return out
+
+
+FAULT_PROBE_BYTES = 64 * 2**20
+"""Above glibc's largest mmap threshold (32 MiB), so every allocation of it gets fresh pages from the kernel."""
+
+
+def page_fault_rate(budget_s: float = 0.3) -> tuple[float, Measurement, Measurement]:
+    """Bytes per second at which first-touching freshly mapped memory runs: (64 MiB) / (time to allocate and
+    fill a new tensor - time to fill an existing one). PyTorch's CPU allocator hands tensors of 32 MiB and
+    more to mmap and back on free, so each step's large activations and gradients pay this again."""
+    import torch
+
+    numel = FAULT_PROBE_BYTES // FP32_BYTES
+    kept = torch.empty(numel)
+    kept.fill_(1.0)
+    existing = Timer(lambda: kept.fill_(0.0), label="fill existing 64 MiB", work=FAULT_PROBE_BYTES,
+                     work_unit="B", budget_s=budget_s).measure()
+    fresh = Timer(lambda: torch.empty(numel).fill_(0.0), label="fill fresh 64 MiB", work=FAULT_PROBE_BYTES,
+                  work_unit="B", budget_s=budget_s).measure()
+    extra = fresh.min - existing.min
+    return (FAULT_PROBE_BYTES / extra if extra > 0 else float("inf")), existing, fresh

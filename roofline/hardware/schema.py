@@ -141,6 +141,8 @@ class Measured(_Strict):
     kernel_bytes_per_s: dict[str, float] = {}
     """op kernel ('pool:max', 'norm:train', 'activation:gelu', ...) -> forward compulsory bytes per second
     on a cache-resident tensor: the kernel's own ceiling where it is slower than the memory feeding it."""
+    page_fault_bytes_per_s: float | None = None
+    """CPU: rate of first-touching freshly mapped memory (large tensors are mmap'd anew at every allocation)."""
     dispatch_s_by_kind: dict[str, float] = {}
     """op kind -> host time of one call of a one-element layer of that kind (module call included)."""
     kernel_launch_s: float | None = None

@@ -1,0 +1,47 @@
+"""CPU mechanisms the calibration measures, applied by the cost model: fresh pages for large tensors,
+per-kind dispatch and kernel streaming rates (checked with hand arithmetic on the textbook CPU)."""
+
+from dataclasses import replace
+
+import pytest
+
+from roofline.ceilings import ceilings_for
+from roofline.costmodel import MMAP_THRESHOLD_BYTES, CostContext, op_cost
+from roofline.hardware import find_profile
+from roofline.ops import Elementwise, Pool2d
+from roofline.precision import get_precision
+
+
+@pytest.fixture
+def textbook():
+    return ceilings_for(find_profile("textbook", "cpu"), get_precision("fp32"))
+
+
+def test_large_outputs_pay_first_touch(textbook):
+    c = replace(textbook, page_fault_bytes_per_s=4e9)
+    big = Elementwise("add", numel=16 * 2**20, inputs=2)  # writes 64 MiB >= the 32 MiB mmap threshold
+    small = Elementwise("add", numel=2 * 2**20, inputs=2)  # writes 8 MiB: reused heap memory
+    base_big = op_cost(big, "forward", CostContext(textbook, 4, 4)).memory_s
+    # 64 MiB / 4e9 B/s = 16.8 ms of page faults on top of streaming the bytes
+    assert op_cost(big, "forward", CostContext(c, 4, 4)).memory_s == pytest.approx(base_big + 2**26 / 4e9)
+    assert op_cost(small, "forward", CostContext(c, 4, 4)).memory_s == pytest.approx(
+        op_cost(small, "forward", CostContext(textbook, 4, 4)).memory_s)
+    assert MMAP_THRESHOLD_BYTES == 32 * 2**20
+
+
+def test_measured_kernel_rate_caps_a_slow_kernel(textbook):
+    pool = Pool2d("maxpool", n=8, c=64, h=112, w=112, r=3, s=3, stride=2, pad=1)
+    moved = float(pool.bytes("forward", 4, 4))
+    c = replace(textbook, kernel_bytes_per_s={"pool:max": 1e9})
+    # at 1 GB/s the pool takes bytes / 1e9 s, far longer than its DRAM time at 100 GB/s
+    assert op_cost(pool, "forward", CostContext(c, 4, 4)).memory_s == pytest.approx(moved / 1e9)
+    # the measured rate is a forward-pass figure: backward keeps the memory roofline
+    assert op_cost(pool, "backward_input", CostContext(c, 4, 4)).memory_s < moved / 1e9
+
+
+def test_dispatch_by_kind(textbook):
+    c = replace(textbook, dispatch_s_by_kind={"pool": 3e-6}, dispatch_s=1e-6)
+    pool = Pool2d("maxpool", n=1, c=1, h=4, w=4, r=2, s=2)
+    add = Elementwise("add", numel=16)
+    assert op_cost(pool, "forward", CostContext(c, 4, 4)).host_s == pytest.approx(3e-6)
+    assert op_cost(add, "forward", CostContext(c, 4, 4)).host_s == pytest.approx(1e-6)
