@@ -39,6 +39,24 @@ def _time_by_kind(p: StepPrediction) -> dict[str, float]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
+def feed_reason(profile: Profile) -> dict[str, Any]:
+    """The gap itself, from the profile's own figures: what the units could consume against what memory feeds."""
+    from roofline.hardware import derived
+    from roofline.report.units import format_sci
+
+    consume = derived.compute_bytes_per_s(profile)
+    feed = derived.memory_bandwidth(profile)
+    sheet = profile.memory.bandwidth_bytes_per_s.value
+    ratio = consume.value / sheet
+    return {"kind": "feed", "compute_bytes_per_s": consume.value, "compute_formula": consume.with_numbers(),
+            "memory_bandwidth_bytes_per_s": sheet, "memory_formula": feed.with_numbers(), "ratio": ratio,
+            "text": (f"The arithmetic units can consume {consume.with_numbers()} = {format_sci(consume.value)} "
+                     f"B/s, but memory delivers {feed.with_numbers()} = {format_sci(feed.value)} B/s (datasheet "
+                     f"{format_sci(sheet)}): "
+                     f"{ratio:.1f}x less, so each byte fetched from memory must be reused about {ratio:.0f} times "
+                     "(from registers and caches) to keep them busy.")}
+
+
 def roofline_reason(p: StepPrediction, p1: StepPrediction) -> dict[str, Any]:
     ridge = _ridge(p)
     ai, ai1 = p.flops / p.bytes, p1.flops / p1.bytes
@@ -151,6 +169,6 @@ def explain_advice(advice: Advice, profile: Profile, predict: Predict) -> list[d
     else:
         rec_same = rec
     points = sorted({p.batch_size: p for p in (p1, rec, pmax)}.values(), key=lambda p: p.batch_size)
-    return [roofline_reason(rec, p1), bounds_reason(points), top_layers_reason(rec),
+    return [feed_reason(profile), roofline_reason(rec, p1), bounds_reason(points), top_layers_reason(rec),
             precision_reason(rec_same, base, precision), batch_neighbours_reason(advice),
             memory_reason(advice), overhead_reason(p1)]
