@@ -144,7 +144,7 @@ class Plan:
 
     def steps(self) -> list[str]:
         """Step names in order: the progress bar's total and labels."""
-        names = ["gemm", "memory", "conv", "kernels", "dispatch", "sync"]
+        names = ["gemm", "memory", "conv", "confirm", "kernels", "dispatch", "sync"]
         if self.device == "cuda":
             names.append("copies")
         return names
@@ -222,6 +222,19 @@ def base_profile(device: str, hw: str | None = None) -> Profile:
     return detect_cpu()
 
 
+def _confirm_sizes(points: list[Any]) -> list[int]:
+    """The sizes whose rate sets the peak and the curve's top: the best one and the largest."""
+    return sorted({max(points, key=lambda p: p.flops_per_s).n, points[-1].n}) if points else []
+
+
+def _confirmed(first: list[Any], second: list[Any]) -> list[Any]:
+    """Each size keeps the faster of its two measurements, taken seconds apart: on a shared machine a
+    neighbour's burst can slow one whole measurement window (fp32 peaks of 197 and 121 GFLOP/s in two
+    back-to-back runs here), and interference only ever slows a sample."""
+    again = {p.n: p for p in second}
+    return [again[p.n] if p.n in again and again[p.n].flops_per_s > p.flops_per_s else p for p in first]
+
+
 def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _: None) -> Calibration:
     """Measure everything the plan names on top of `profile` (from `base_profile`); `on_step(name)` is
     called as each step begins."""
@@ -250,9 +263,6 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
         curves[f"numpy {dtype}"] = gemm.sweep("numpy", dtype, plan.gemm_sizes(), llc_bytes=llc,
                                               budget_s=plan.gemm_budget_s)
     measurements += [p.measurement for c in curves.values() for p in c]
-    peak = {key.split()[1]: max(p.flops_per_s for p in c) for key, c in curves.items() if key.startswith("torch")}
-    details["gemm"] = {key: [{"n": p.n, "flops_per_s": p.flops_per_s, "spread": p.measurement.spread} for p in c]
-                       for key, c in curves.items()}
 
     on_step("memory")
     if llc is None:
@@ -275,6 +285,17 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     on_step("conv")
     conv_results = [conv.measure(s, plan.device, plan.gemm_budget_s) for s in conv.SHAPES]
     measurements += [r.measurement for r in conv_results]
+
+    on_step("confirm")
+    for key in [k for k in curves if k.startswith("torch")]:
+        second = gemm.sweep("torch", key.split()[1], _confirm_sizes(curves[key]), device=plan.device,
+                            llc_bytes=llc, budget_s=plan.gemm_budget_s)
+        measurements += [p.measurement for p in second]
+        curves[key] = _confirmed(curves[key], second)
+    peak = {key.split()[1]: max(p.flops_per_s for p in c) for key, c in curves.items() if key.startswith("torch")}
+    details["gemm"] = {key: [{"n": p.n, "flops_per_s": p.flops_per_s, "spread": p.measurement.spread} for p in c]
+                       for key, c in curves.items()}
+
     fp32_fit = fit_gemm_curve(monotone_curve([(p.n, p.flops_per_s) for p in curves["torch fp32"]]))
     conv_eff = conv.efficiencies(conv_results, fp32_fit, peak["fp32"])
     details["conv"] = [{"kind": r.shape.kind, "flops": r.shape.flops, "flops_per_s": r.flops_per_s}
