@@ -284,7 +284,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
 
     on_step("conv")
     conv_results = [conv.measure(s, plan.device, plan.gemm_budget_s) for s in conv.SHAPES]
-    measurements += [r.measurement for r in conv_results]
+    measurements += [m for r in conv_results for m in (r.measurement, r.training)]
 
     on_step("confirm")
     for key in [k for k in curves if k.startswith("torch")]:

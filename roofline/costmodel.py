@@ -189,6 +189,14 @@ def conv_kind(op: Op) -> str:
     return "3x3"
 
 
+def _efficiency_key(c: Ceilings, kind: str, pass_: str) -> str | None:
+    """The measured convolution efficiency that applies: the kind's backward figure for gradient passes when
+    calibration measured one (CPU depthwise backward runs 3.5-5x its forward's time), else the kind's."""
+    if pass_ != "forward" and f"{kind}:backward" in c.conv_efficiency:
+        return f"{kind}:backward"
+    return kind if kind in c.conv_efficiency else None
+
+
 def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     """Predict one pass of one op."""
     c = ctx.ceilings
@@ -212,9 +220,10 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
             kind = conv_kind(op) if op.kind == "conv2d" else None
             if c.gemm_fit and not why:
                 fit, reuse = c.gemm_fit, view.equivalent_n
-                efficiency = c.conv_efficiency.get(kind, 1.0) if kind else 1.0
-                if kind and kind in c.conv_efficiency:
-                    notes.append(f"measured {kind} convolution: {efficiency:.0%} of a GEMM of equal reuse "
+                key = _efficiency_key(c, kind, pass_) if kind else None
+                efficiency = c.conv_efficiency[key] if key else 1.0
+                if key:
+                    notes.append(f"measured {key} convolution: {efficiency:.0%} of a GEMM of equal reuse "
                                  f"(n = {reuse:.0f})")
                 # the fit's fixed cost per call includes the dispatch that host_s charges already
                 t = max(0.0, fit.t0_s - c.dispatch_s) + view.flops / (fit.rate(reuse) * efficiency)
@@ -229,9 +238,10 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
                                  f"quantization costs {t / useful:.2f}x the ideal time")
     else:
         rate = c.vector_flops_per_s
-        if depthwise and "depthwise" in c.conv_efficiency:
-            rate *= c.conv_efficiency["depthwise"]
-            notes.append(f"measured depthwise efficiency {c.conv_efficiency['depthwise']:.0%}")
+        key = _efficiency_key(c, "depthwise", pass_) if depthwise else None
+        if key:
+            rate *= c.conv_efficiency[key]
+            notes.append(f"measured {key} efficiency {c.conv_efficiency[key]:.0%}")
         elif depthwise:
             notes.append("depthwise: no channel reduction, direct stencil on vector units")
         path = f"{'CUDA cores' if c.is_gpu else 'SIMD'} {c.compute_dtype}"

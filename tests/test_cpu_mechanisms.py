@@ -45,3 +45,16 @@ def test_dispatch_by_kind(textbook):
     add = Elementwise("add", numel=16)
     assert op_cost(pool, "forward", CostContext(c, 4, 4)).host_s == pytest.approx(3e-6)
     assert op_cost(add, "forward", CostContext(c, 4, 4)).host_s == pytest.approx(1e-6)
+
+
+def test_backward_convolution_uses_its_own_measured_efficiency(textbook):
+    from roofline.ops import Conv2d
+
+    dw = Conv2d("dw", n=16, c=72, h=32, w=32, k=72, r=3, s=3, pad=1, groups=72, bias=False)
+    c = replace(textbook, conv_efficiency={"depthwise": 0.12, "depthwise:backward": 0.06})
+    forward = op_cost(dw, "forward", CostContext(c, 4, 4)).compute_s
+    backward = op_cost(dw, "backward_input", CostContext(c, 4, 4)).compute_s
+    # same FLOPs each pass (2 x 16 x 72 x 32 x 32 x 9), half the efficiency: twice the compute time
+    assert dw.flops("forward") == dw.flops("backward_input") == 2 * 16 * 72 * 32 * 32 * 9
+    assert backward == pytest.approx(2 * forward)
+    assert forward == pytest.approx(dw.flops("forward") / (0.12 * textbook.vector_flops_per_s))

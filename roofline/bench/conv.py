@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from roofline.bench.timing import Measurement, Timer
 from roofline.ceilings import GemmFit
@@ -69,10 +70,18 @@ curve), so a kind's efficiency is the geometric mean over its shapes."""
 class ConvResult:
     shape: ConvShape
     measurement: Measurement
+    """Forward, no autograd."""
+    training: Measurement
+    """Forward and backward (input and weight gradients) with autograd."""
 
     @property
     def flops_per_s(self) -> float:
         return self.measurement.best_rate
+
+    @property
+    def backward_s(self) -> float:
+        """The backward's own time: a training step's fastest sample less the forward's."""
+        return max(self.training.min - self.measurement.min, 1e-12)
 
 
 def measure(shape: ConvShape, device: str = "cpu", budget_s: float = 0.3) -> ConvResult:
@@ -83,24 +92,40 @@ def measure(shape: ConvShape, device: str = "cpu", budget_s: float = 0.3) -> Con
     w = torch.randn(shape.c_out, shape.c_in // shape.groups, shape.kernel, shape.kernel, device=device)
     sync = torch.cuda.synchronize if device == "cuda" else None
 
+    def conv(a: Any, b: Any) -> Any:
+        return torch.nn.functional.conv2d(a, b, stride=shape.stride, padding=shape.padding, groups=shape.groups)
+
     def call():
         with torch.no_grad():
-            return torch.nn.functional.conv2d(x, w, stride=shape.stride, padding=shape.padding, groups=shape.groups)
+            return conv(x, w)
 
-    timer = Timer(call, label=f"conv {shape.kind}", work=shape.flops, work_unit="FLOP", budget_s=budget_s, sync=sync)
-    return ConvResult(shape, timer.measure())
+    xg, wg = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
+    grad = torch.randn_like(call())
+
+    def train():
+        conv(xg, wg).backward(grad)
+
+    forward = Timer(call, label=f"conv {shape.kind}", work=shape.flops, work_unit="FLOP", budget_s=budget_s,
+                    sync=sync).measure()
+    training = Timer(train, label=f"conv {shape.kind} forward+backward", work=3 * shape.flops, work_unit="FLOP",
+                     budget_s=budget_s, sync=sync).measure()
+    return ConvResult(shape, forward, training)
 
 
 def efficiencies(results: list[ConvResult], fp32_fit: GemmFit | None,
                  fp32_peak_flops_per_s: float) -> dict[str, float]:
-    """kind -> the fitted GEMM model's rate at the shape's equivalent size over the convolution's measured rate
-    (its fixed cost per call taken out of both); depthwise: measured FLOP/s over the fp32 peak."""
+    """kind -> the convolution's measured rate over the fitted GEMM model's rate at the shape's equivalent size
+    (the fit's fixed cost per call taken out); depthwise: measured FLOP/s over the fp32 peak. 'kind:backward'
+    holds the same for the two gradient passes, which libraries run with other (often slower) kernels."""
     by_kind: dict[str, list[float]] = {}
     for r in results:
-        if r.shape.kind == "depthwise" or fp32_fit is None:
-            value = r.flops_per_s / fp32_peak_flops_per_s
-        else:
-            work_s = max(r.measurement.min - fp32_fit.t0_s, 1e-12)
-            value = r.shape.flops / work_s / fp32_fit.rate(r.shape.gemm.equivalent_n)
-        by_kind.setdefault(r.shape.kind, []).append(value)
+        # backward: input and weight gradients, each the forward's FLOPs, timed together
+        for key, flops, seconds in ((r.shape.kind, r.shape.flops, r.measurement.min),
+                                    (f"{r.shape.kind}:backward", 2 * r.shape.flops, r.backward_s)):
+            if r.shape.kind == "depthwise" or fp32_fit is None:
+                value = flops / seconds / fp32_peak_flops_per_s
+            else:
+                work_s = max(seconds - fp32_fit.t0_s, 1e-12)
+                value = flops / work_s / fp32_fit.rate(r.shape.gemm.equivalent_n)
+            by_kind.setdefault(key, []).append(value)
     return {kind: math.prod(values) ** (1 / len(values)) for kind, values in by_kind.items()}

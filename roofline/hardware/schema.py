@@ -135,7 +135,8 @@ class Measured(_Strict):
     """dtype -> throughput against size: small GEMMs do not reach peak."""
     conv_efficiency: dict[str, float] = {}
     """shape kind ('3x3', '1x1', 'stem') -> measured FLOP/s over the fp32 GEMM curve at the implicit GEMM's
-    equivalent square size; 'depthwise' -> measured FLOP/s over the fp32 peak (no GEMM to compare with)."""
+    equivalent square size; 'depthwise' -> measured FLOP/s over the fp32 peak (no GEMM to compare with);
+    '<kind>:backward' -> the same for the two gradient passes together."""
     host_to_device_bytes_per_s: dict[str, float] = {}
     """'pageable' / 'pinned' -> measured copy bandwidth."""
     kernel_bytes_per_s: dict[str, float] = {}
