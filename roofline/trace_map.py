@@ -266,27 +266,18 @@ def _elementwise(call: Call, name: str) -> list[Op] | None:
     return [ir.Elementwise(name, numel=out.numel, inputs=inputs, op=_short(call.op))]
 
 
-@handles("aten.max_pool2d_with_indices", "aten.max_pool2d")
-def _max_pool(call: Call, name: str) -> list[Op] | None:
-    # max_pool2d(input (N, C, H, W), kernel_size, stride=kernel_size, padding=0, dilation=1, ceil_mode)
+@handles("aten.max_pool2d_with_indices", "aten.max_pool2d", "aten.avg_pool2d")
+def _pool(call: Call, name: str) -> list[Op] | None:
+    # {max,avg}_pool2d(input (N, C, H, W), kernel_size, stride=kernel_size, padding=0, ...); the output's
+    # shape already holds padding, dilation and ceil_mode, so p and q are taken from it
     x, out = call.arg(0, "input"), call.outputs[0]
     if len(x.shape) != 4:
         return None
     kernel = _pair(call.arg(1, "kernel_size"))
     stride = _pair(call.arg(2, "stride") or kernel)
     return [ir.Pool2d(name, n=x.shape[0], c=x.shape[1], h=x.shape[2], w=x.shape[3], p=out.shape[2],
-                      q=out.shape[3], r=kernel[0], s=kernel[1], stride=stride, mode="max")]
-
-
-@handles("aten.avg_pool2d")
-def _avg_pool(call: Call, name: str) -> list[Op] | None:
-    x, out = call.arg(0, "input"), call.outputs[0]
-    if len(x.shape) != 4:
-        return None
-    kernel = _pair(call.arg(1, "kernel_size"))
-    stride = _pair(call.arg(2, "stride") or kernel)
-    return [ir.Pool2d(name, n=x.shape[0], c=x.shape[1], h=x.shape[2], w=x.shape[3], p=out.shape[2],
-                      q=out.shape[3], r=kernel[0], s=kernel[1], stride=stride, mode="avg")]
+                      q=out.shape[3], r=kernel[0], s=kernel[1], stride=stride,
+                      mode="avg" if _short(call.op) == "avg_pool2d" else "max")]
 
 
 @handles("aten._adaptive_avg_pool2d", "aten.adaptive_avg_pool2d")

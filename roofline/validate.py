@@ -222,35 +222,36 @@ def _torch() -> Any:
     return require_torch()
 
 
+class _Compared:
+    """A predicted and a measured time side by side; the error exists only where both do."""
+
+    predicted_s: float | None
+    measured_s: float | None
+
+    @property
+    def error_pct(self) -> float | None:
+        if not self.predicted_s or not self.measured_s:
+            return None
+        return error_pct(self.predicted_s, self.measured_s)
+
+
 @dataclass(frozen=True)
-class KindRow:
+class KindRow(_Compared):
     """Predicted vs profiled seconds per step for one op kind; None where one side has no such kind."""
 
     kind: str
     predicted_s: float | None
     measured_s: float | None
 
-    @property
-    def error_pct(self) -> float | None:
-        if not self.predicted_s or not self.measured_s:
-            return None
-        return error_pct(self.predicted_s, self.measured_s)
-
 
 @dataclass(frozen=True)
-class LayerRow:
+class LayerRow(_Compared):
     """Predicted vs measured forward seconds of one leaf module call (named as the tracer names ops)."""
 
     name: str
     kind: str
     predicted_s: float | None
     measured_s: float | None
-
-    @property
-    def error_pct(self) -> float | None:
-        if not self.predicted_s or not self.measured_s:
-            return None
-        return error_pct(self.predicted_s, self.measured_s)
 
 
 @dataclass(frozen=True)
