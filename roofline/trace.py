@@ -48,46 +48,55 @@ def _torch():
     return torch
 
 
-def load_module(ref: str):
-    """The nn.Module named by 'package.module:attr', built on the meta device.
-
-    attr may be an nn.Module subclass (constructed with no arguments), an instance (moved to meta in
-    place), or a zero-argument factory returning a module. The current directory is importable, as it is
-    for `python -m`, so `--model mynet:Net` finds ./mynet.py.
-    """
-    torch = _torch()
+def import_reference(ref: str) -> Any:
+    """The object 'package.module:attr' names, imported as-is (the current directory importable, as it is
+    for `python -m`); the tracer moves it to the meta device, a live run keeps its real weights."""
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
         raise RooflineError(f"--model '{ref}': expected package.module:attr, e.g. mynet:Net")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        mod = importlib.import_module(module_name)
+        obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise RooflineError(f"--model '{ref}': module '{module_name}' is not importable ({exc})") from None
     except Exception as exc:
         raise RooflineError(f"--model '{ref}': importing '{module_name}' failed: "
                             f"{type(exc).__name__}: {_one_line(exc)}") from None
-    obj: Any = mod
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise RooflineError(f"--model '{ref}': '{module_name}' has no attribute '{attr}'")
         obj = getattr(obj, part)
+    return obj
+
+
+def load_module(ref: str, meta: bool = True):
+    """The nn.Module named by 'package.module:attr', built on the meta device (no weights) unless `meta` is
+    False (a live run needs real weights).
+
+    attr may be an nn.Module subclass (constructed with no arguments), an instance (moved to meta in
+    place), or a zero-argument factory returning a module; see `import_reference` for the import.
+    """
+    import contextlib
+
+    torch = _torch()
+    obj = import_reference(ref)
+    attr = ref.partition(":")[2]
     nn = torch.nn
     if isinstance(obj, nn.Module):
-        return obj.to("meta")
+        return obj.to("meta") if meta else obj
     if not callable(obj):
         raise RooflineError(f"--model '{ref}': '{attr}' is of type {type(obj).__name__}, not an nn.Module, "
                             "a Module subclass or a factory returning one")
     try:
-        with torch.device("meta"):
+        with torch.device("meta") if meta else contextlib.nullcontext():
             built = obj()
     except Exception as exc:
         raise RooflineError(f"--model '{ref}': calling '{attr}()' with no arguments failed: "
                             f"{type(exc).__name__}: {_one_line(exc)}") from None
     if not isinstance(built, nn.Module):
         raise RooflineError(f"--model '{ref}': '{attr}()' returned a {type(built).__name__}, not an nn.Module")
-    return built.to("meta")
+    return built.to("meta") if meta else built
 
 
 def _one_line(exc: BaseException) -> str:

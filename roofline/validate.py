@@ -14,11 +14,8 @@ torch is imported inside functions only: importing this module stays cheap.
 
 from __future__ import annotations
 
-import importlib
 import math
-import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +23,7 @@ from typing import Any
 
 from roofline.errors import CalibrationMismatch, RooflineError
 from roofline.hardware.schema import Profile
+from roofline.trace import load_module
 from roofline.workloads import ModelRequest, is_user_module
 
 MIN_TIMED_REPEATS = 5
@@ -124,29 +122,8 @@ def choose_profile(device: str, hw: str | None, calibrate: bool = True) -> Profi
         "run `roofline calibrate --device cuda` first",))
 
 
-def _user_object(ref: str) -> Any:
-    """The attribute named by 'package.module:attr', imported the way `roofline.trace.load_module` does
-    (current directory importable) but not moved to the meta device: a live run needs real weights."""
-    module_name, sep, attr = ref.partition(":")
-    if not sep or not module_name or not attr:
-        raise RooflineError(f"--model '{ref}': expected package.module:attr, e.g. mynet:Net")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except Exception as exc:
-        raise RooflineError(f"--model '{ref}': importing '{module_name}' failed: {type(exc).__name__}: "
-                            f"{' '.join(str(exc).split())[:300]}") from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise RooflineError(f"--model '{ref}': '{module_name}' has no attribute '{attr}'")
-        obj = getattr(obj, part)
-    return obj
-
-
 def live_model(req: ModelRequest) -> Any:
     """A real (weights allocated and initialised) torch module for the request, on the host."""
-    torch = _torch()
     if req.model is None:
         raise RooflineError("validate needs --model NAME or --model module:attr (a single --op has no live run)")
     if not is_user_module(req.model):
@@ -154,17 +131,7 @@ def live_model(req: ModelRequest) -> Any:
 
         spec = get_model(req.model)
         return build_module(spec.name, input_size=req.input_size, num_classes=req.num_classes, seq_len=req.seq_len)
-    obj = _user_object(req.model)
-    if not isinstance(obj, torch.nn.Module):
-        if not callable(obj):
-            raise RooflineError(f"--model '{req.model}': not an nn.Module, a Module subclass or a factory")
-        try:
-            obj = obj()
-        except Exception as exc:
-            raise RooflineError(f"--model '{req.model}': calling it with no arguments failed: "
-                                f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from None
-        if not isinstance(obj, torch.nn.Module):
-            raise RooflineError(f"--model '{req.model}': returned a {type(obj).__name__}, not an nn.Module")
+    obj = load_module(req.model, meta=False)
     if any(p.is_meta for p in obj.parameters()):
         raise RooflineError(f"--model '{req.model}': the module lives on the meta device (no weights); "
                             "give a Module subclass or a factory so validate can build real weights")
