@@ -108,6 +108,17 @@ def _affine_from(b1: float, at1: float, b2: float, at2: float) -> Affine:
     return Affine(slope, at1 - slope * b1)
 
 
+def model_crossing(one: Workload, two: Workload, precision: Precision, train: bool,
+                   ridge: float) -> tuple[int | None, float | None]:
+    """The whole model's crossing batch (None: never) and the intensity it tends to as the batch grows."""
+    t1, t2 = totals(one, precision, train), totals(two, precision, train)
+    b1, b2 = float(one.batch), float(two.batch)
+    flops = _affine_from(b1, t1["flops"], b2, t2["flops"])
+    moved = _affine_from(b1, t1["bytes"], b2, t2["bytes"])
+    cross = crossing_batch(flops, moved, ridge)
+    return (None if cross is None else math.ceil(cross)), (flops.slope / moved.slope if moved.slope else None)
+
+
 def totals(workload: Workload, precision: Precision, train: bool) -> dict[str, float]:
     act = precision.storage_bytes
     ops = run_ops(workload, train)

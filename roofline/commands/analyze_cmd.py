@@ -61,14 +61,8 @@ def run(args: argparse.Namespace) -> int:
     if ridge:
         out["device"], out["ridge_point"] = ridge
     if ridge and second is not None:
-        later = analyze.totals(second, precision, args.train)
-        flops = analyze.Affine(later["flops"] - out["totals"]["flops"],
-                               out["totals"]["flops"] - args.batch * (later["flops"] - out["totals"]["flops"]))
-        moved = analyze.Affine(later["bytes"] - out["totals"]["bytes"],
-                               out["totals"]["bytes"] - args.batch * (later["bytes"] - out["totals"]["bytes"]))
-        cross = analyze.crossing_batch(flops, moved, ridge[1])
-        out["model_crossing_batch"] = None if cross is None else int(-(-cross // 1))
-        out["model_intensity_limit"] = flops.slope / moved.slope if moved.slope else None
+        out["model_crossing_batch"], out["model_intensity_limit"] = analyze.model_crossing(
+            workload, second, precision, args.train, ridge[1])
     if args.symbolic:
         exact = not (args.op or is_user_module(args.model))
         sym = analyze.symbolic_totals(build, precision, args.train, exact)
