@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.errors import RooflineError
-from roofline.memory import shared_saved_elements
+from roofline.memory import saved_activation_elements
 from roofline.ops.base import PASSES, Op, Workload
 from roofline.precision import Precision
 
@@ -128,7 +128,7 @@ def totals(workload: Workload, precision: Precision, train: bool) -> dict[str, f
         "params": float(workload.params()),
         "param_bytes": float(workload.params()) * act,
         "bytes": sum(op_bytes(op, train, precision) for op in ops),
-        "activation_bytes": (float(sum(op.saved_elements() for op in ops) - shared_saved_elements(workload)) if train
+        "activation_bytes": (float(saved_activation_elements(workload)) if train
                              else max((float(op.output_elements()) for op in ops if not op.is_free), default=0.0))
         * act,
         "input_bytes": float(workload.input_bytes),
@@ -163,8 +163,7 @@ def symbolic_totals(build: Callable[[Any], Workload], precision: Precision, trai
     ops = run_ops(wl, train)
     flops = sympy.expand(sum(op.flops(p) for op in ops for p in passes))
     moved = sympy.expand(sum(op.bytes(p, b, b) for op in ops for p in passes))
-    saved = (sympy.expand((sum(op.saved_elements() for op in ops) - shared_saved_elements(wl)) * b) if train
-             else sympy.Integer(0))
+    saved = sympy.expand(saved_activation_elements(wl) * b) if train else sympy.Integer(0)
     return {"symbol": batch, "flops": flops, "bytes": moved, "saved_bytes": saved, "params": sympy.expand(wl.params())}
 
 

@@ -56,11 +56,13 @@ def default_reserve_bytes(is_gpu: bool) -> float:
     return float(CUDA_CONTEXT_BYTES + CUBLAS_WORKSPACE_BYTES) if is_gpu else 0.0
 
 
-def shared_saved_elements(workload: Workload) -> Num:
-    """Elements two consecutive ops both count as saved but autograd holds once: a ReLU keeps its output and
-    the convolution or linear layer after it keeps that same tensor as its input."""
+def saved_activation_elements(workload: Workload) -> Num:
+    """Activation elements autograd holds for backward: every op's saved tensors, less those two consecutive
+    ops both count but autograd holds once (a ReLU keeps its output and the convolution or linear layer
+    after it keeps that same tensor as its input)."""
     ops = [op for op in workload.ops if not op.is_free]
-    return sum(a.output_elements() for a, b in itertools.pairwise(ops) if a.saves_output and b.saves_input)
+    shared = sum(a.output_elements() for a, b in itertools.pairwise(ops) if a.saves_output and b.saves_input)
+    return sum(op.saved_elements() for op in workload.ops) - shared
 
 
 def memory_breakdown(workload: Workload, precision: Precision, train: bool, optimizer: str = "sgd",
@@ -74,7 +76,7 @@ def memory_breakdown(workload: Workload, precision: Precision, train: bool, opti
         amp_copies = params * precision.storage_bytes if precision.master_weight_bytes > act else 0.0
         grads = params * precision.master_weight_bytes
         state = params * 4 * OPTIMIZER_STATE_PER_PARAM[optimizer]
-        saved = float(sum(op.saved_elements() for op in workload.ops) - shared_saved_elements(workload)) * act
+        saved = float(saved_activation_elements(workload)) * act
         largest_output = max((float(op.output_elements()) for op in workload.ops if not op.is_free), default=0.0)
         activations = saved + 2 * largest_output * act
     else:
