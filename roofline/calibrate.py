@@ -286,6 +286,13 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     conv_results = [conv.measure(s, plan.device, plan.gemm_budget_s) for s in conv.SHAPES]
     measurements += [m for r in conv_results for m in (r.measurement, r.training)]
 
+    conversion: dict[str, float] = {}
+    if plan.device == "cpu":
+        probes = conv.layout_conversion(llc, plan.device, plan.gemm_budget_s)
+        measurements += [m for p in probes for m in (p.nchw, p.channels_last)]
+        conversion = {p.level: p.bytes_per_s for p in probes if p.bytes_per_s != float("inf")}
+        details["layout_conversion_bytes_per_s"] = conversion
+
     on_step("confirm")
     for key in [k for k in curves if k.startswith("torch")]:
         second = gemm.sweep("torch", key.split()[1], _confirm_sizes(curves[key]), device=plan.device,
@@ -345,6 +352,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
         kernel_bytes_per_s={r.key: r.bytes_per_s for r in rates},
         dispatch_s_by_kind={kind: m.median for kind, m in by_kind.items()},
         page_fault_bytes_per_s=fault_rate if fault_rate and fault_rate != float("inf") else None,
+        layout_conversion_bytes_per_s=conversion,
         kernel_launch_s=launch.median if launch is not None else None,
         framework_dispatch_s=tiny.median, sync_s=sync.per_step_s, environment=environment)
     if plan.device == "cpu":

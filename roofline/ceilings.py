@@ -48,18 +48,20 @@ class Ceilings:
     alignment_elements: int | None
     """Tensor-core alignment for the compute dtype (GEMM dims must be multiples)."""
     gemm_curve: tuple[tuple[int, float], ...] = ()
+    """Measured (n, FLOP/s) for square GEMMs at this dtype: small products do not reach peak."""
     gemm_fit: GemmFit | None = None
     """Hockney's model fitted to `gemm_curve`: what the cost model applies to GEMM-like ops when measured."""
-    """Measured (n, FLOP/s) for square GEMMs at this dtype: small products do not reach peak."""
     conv_efficiency: dict[str, float] = field(default_factory=dict)
     kernel_bytes_per_s: dict[str, float] = field(default_factory=dict)
     """Measured forward rate of non-GEMM kernels by `op.kernel`: a ceiling below the memory level's."""
     levels: tuple[Level, ...] = ()
     dispatch_s: float = 0.0
     dispatch_s_by_kind: dict[str, float] = field(default_factory=dict)
+    """Measured host time per call by `op.kernel` or `op.kind`; `dispatch_s` for kinds not measured."""
     page_fault_bytes_per_s: float | None = None
     """CPU: measured first-touch rate of fresh pages, paid by tensors of MMAP_THRESHOLD_BYTES and more."""
-    """Measured host time per call by `op.kind`; `dispatch_s` for kinds not measured."""
+    layout_conversion_bytes_per_s: dict[str, float] = field(default_factory=dict)
+    """CPU: measured NCHW <-> blocked conversion rate, 'cache' and 'dram' (see Measured)."""
     launch_s: float = 0.0
     sync_s: float = 0.0
     host_link_bytes_per_s: float | None = None
@@ -221,6 +223,8 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
         levels=levels, dispatch_s=dispatch,
         dispatch_s_by_kind=dict(measured.dispatch_s_by_kind) if measured else {},
         page_fault_bytes_per_s=measured.page_fault_bytes_per_s if measured and not is_gpu else None,
+        layout_conversion_bytes_per_s=dict(measured.layout_conversion_bytes_per_s) if measured and not is_gpu
+        else {},
         launch_s=launch, sync_s=sync, host_link_bytes_per_s=link,
         host_link_pageable_bytes_per_s=pageable, provenance=provenance,
     )

@@ -180,7 +180,7 @@ def _level_for(levels: tuple[Level, ...], working_set: float, is_gpu: bool) -> L
 def conv_kind(op: Op) -> str:
     """Which measured convolution efficiency applies: 'depthwise', '1x1', 'stem' or '3x3'."""
     groups, c = op.groups, op.c  # type: ignore[attr-defined]
-    if groups > 1 and groups == c:
+    if op.depthwise:  # type: ignore[attr-defined]
         return "depthwise"
     if op.r == 1 and op.s == 1:  # type: ignore[attr-defined]
         return "1x1"
@@ -195,6 +195,19 @@ def _efficiency_key(c: Ceilings, kind: str, pass_: str) -> str | None:
     if pass_ != "forward" and f"{kind}:backward" in c.conv_efficiency:
         return f"{kind}:backward"
     return kind if kind in c.conv_efficiency else None
+
+
+def layout_conversion_s(op: Op, act_bytes: float, ctx: CostContext) -> float:
+    """Seconds a CPU convolution over NCHW tensors spends converting them to oneDNN's channel-blocked layout
+    and back: separate reorder kernels before and after the convolution, so the time adds to it. The rate is
+    calibration's, from the last-level cache when the tensors and their converted copies fit there."""
+    c = ctx.ceilings
+    rates = c.layout_conversion_bytes_per_s
+    if op.kind != "conv2d" or c.is_gpu or ctx.channels_last or not rates:
+        return 0.0
+    llc = c.levels[-2].capacity_bytes if len(c.levels) > 1 else 0.0
+    rate = rates.get("cache" if 2 * act_bytes <= llc else "dram")
+    return act_bytes / rate if rate else 0.0
 
 
 def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
@@ -271,11 +284,19 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
             memory_s += sum(fresh) / c.page_fault_bytes_per_s
             notes.append(f"{sum(fresh) / 2**20:.0f} MiB written into fresh pages (mmap'd tensors): "
                          f"{c.page_fault_bytes_per_s / 1e9:.2g} GB/s first touch")
-    host_s = c.dispatch_s_by_kind.get(op.kind, c.dispatch_s) * launches
+    by_kind = c.dispatch_s_by_kind
+    host_s = by_kind.get(op.kernel, by_kind.get(op.kind, c.dispatch_s)) * launches
     launch_s = c.launch_s * launches if c.is_gpu else 0.0
-    device_s = max(compute_s, memory_s, launch_s)
-    if max(host_s, launch_s) > max(compute_s, memory_s):
+    layout_s = layout_conversion_s(op, act_bytes, ctx)
+    if layout_s:
+        notes.append(f"NCHW activations: {act_bytes / 1e6:.3g} MB converted to the blocked layout and back "
+                     f"({layout_s * 1e3:.3g} ms; use channels_last)")
+    work_s = max(compute_s, memory_s) + layout_s
+    device_s = max(work_s, launch_s)
+    if max(host_s, launch_s) > work_s:
         bound = "overhead"
+    elif layout_s > max(compute_s, memory_s):
+        bound = "memory:layout"
     elif compute_s >= memory_s:
         bound = "compute"
     else:

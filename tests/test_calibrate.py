@@ -89,6 +89,9 @@ def test_quick_calibration_end_to_end(tmp_path):
     kinds = {"3x3", "1x1", "depthwise", "stem"}
     assert set(m["conv_efficiency"]) == kinds | {f"{k}:backward" for k in kinds}
     assert m["environment"]["torch_threads"] >= 1
+    assert m["dispatch_s_by_kind"]["conv2d:depthwise"] > 0
+    conversion = m["layout_conversion_bytes_per_s"]
+    assert set(conversion) <= {"cache", "dram"} and all(0 < v < float("inf") for v in conversion.values())
     profile = load_profile(out.resolve())
     assert profile.measured is not None and profile.measured.peak_flops["fp32"] == pytest.approx(
         m["peak_flops"]["fp32"])

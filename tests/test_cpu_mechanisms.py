@@ -1,5 +1,6 @@
 """CPU mechanisms the calibration measures, applied by the cost model: fresh pages for large tensors,
-per-kind dispatch and kernel streaming rates (checked with hand arithmetic on the textbook CPU)."""
+per-kind dispatch, kernel streaming rates and NCHW layout conversion (checked with hand arithmetic on the
+textbook CPU)."""
 
 from dataclasses import replace
 
@@ -58,3 +59,35 @@ def test_backward_convolution_uses_its_own_measured_efficiency(textbook):
     assert dw.flops("forward") == dw.flops("backward_input") == 2 * 16 * 72 * 32 * 32 * 9
     assert backward == pytest.approx(2 * forward)
     assert forward == pytest.approx(dw.flops("forward") / (0.12 * textbook.vector_flops_per_s))
+
+
+def test_nchw_convolution_pays_layout_conversion_at_the_cache_or_dram_rate(textbook):
+    from roofline.ops import Conv2d
+
+    c = replace(textbook, layout_conversion_bytes_per_s={"cache": 20e9, "dram": 2e9})
+    llc = c.levels[-2].capacity_bytes
+    small = Conv2d("dw", n=1, c=16, h=32, w=32, k=16, r=3, s=3, pad=1, groups=16, bias=False)
+    # n chosen so that the input and output, with their converted copies, exceed the last-level cache
+    n = int(llc // (2 * 2 * 16 * 32 * 32 * 4)) + 1
+    large = Conv2d("dw", n=n, c=16, h=32, w=32, k=16, r=3, s=3, pad=1, groups=16, bias=False)
+    for op, rate in ((small, 20e9), (large, 2e9)):
+        moved = 2 * op.n * 16 * 32 * 32 * 4  # input and output activations, fp32
+        nchw = op_cost(op, "forward", CostContext(c, 4, 4))
+        channels_last = op_cost(op, "forward", CostContext(c, 4, 4, channels_last=True))
+        assert nchw.device_s - channels_last.device_s == pytest.approx(moved / rate)
+    # a profile without the measurement charges nothing, and GPUs model their own transposes
+    assert op_cost(small, "forward", CostContext(textbook, 4, 4)).device_s == pytest.approx(
+        op_cost(small, "forward", CostContext(textbook, 4, 4, channels_last=True)).device_s)
+
+
+def test_depthwise_layers_take_their_own_measured_call_cost(textbook):
+    from roofline.ops import Conv2d
+
+    c = replace(textbook, dispatch_s_by_kind={"conv2d": 8e-6, "conv2d:depthwise": 60e-6})
+    dw = Conv2d("dw", n=1, c=16, h=4, w=4, k=16, r=3, s=3, pad=1, groups=16)
+    dense = Conv2d("pw", n=1, c=16, h=4, w=4, k=16, r=1, s=1)
+    grouped = Conv2d("g", n=1, c=16, h=4, w=4, k=16, r=3, s=3, pad=1, groups=4)
+    assert (dw.kernel, dense.kernel, grouped.kernel) == ("conv2d:depthwise", "conv2d", "conv2d")
+    assert op_cost(dw, "forward", CostContext(c, 4, 4)).host_s == pytest.approx(60e-6)
+    assert op_cost(dense, "forward", CostContext(c, 4, 4)).host_s == pytest.approx(8e-6)
+    assert op_cost(grouped, "forward", CostContext(c, 4, 4)).host_s == pytest.approx(8e-6)

@@ -1,10 +1,19 @@
-"""Convolution throughput on representative shapes, relative to what a GEMM of the same reuse reaches.
+"""Convolution throughput on representative shapes, relative to what a GEMM of the same reuse reaches, and
+the cost of converting NCHW activations to the layout the library's kernels want.
 
 A 3x3, 1x1 or stem convolution runs as an implicit GEMM (m = N P Q, n = C_out, k = C_in R S); its
 efficiency is its measured rate over the measured GEMM curve at the implicit GEMM's equivalent square size
 (`GemmView.equivalent_n`), so one number per kind carries over to every size, as the GEMM curve does. A
 depthwise convolution has no channel reduction to feed a GEMM: its efficiency is over the fp32 peak.
 FLOPs of a convolution: 2 x N x C_out x H_out x W_out x (C_in / groups) x K_h x K_w (a MAC = 2 FLOPs).
+
+Shapes are timed channels-last, the layout oneDNN's and cuDNN's fast kernels read natively, so an efficiency
+is the kernel's own. An NCHW tensor is first converted (oneDNN reorders it to a channel-blocked layout and
+the result back; ONEDNN_VERBOSE=1 shows both reorders around every NCHW convolution), a cost the cost model
+adds from `layout_conversion`: the NCHW time less the channels-last time of the same depthwise convolution
+(whose own work is small, so the difference is the conversion), per activation byte, for a tensor that
+fits in the last-level cache and for one that does not (there the strided reorder runs from DRAM: 1.6 GB/s
+here against 13 GB/s in cache).
 """
 
 from __future__ import annotations
@@ -84,12 +93,18 @@ class ConvResult:
         return max(self.training.min - self.measurement.min, 1e-12)
 
 
+def _operands(torch: Any, shape: ConvShape, device: str, channels_last: bool) -> tuple[Any, Any]:
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    x = torch.randn(shape.batch, shape.c_in, shape.size, shape.size, device=device).contiguous(memory_format=fmt)
+    w = torch.randn(shape.c_out, shape.c_in // shape.groups, shape.kernel, shape.kernel, device=device)
+    return x, w.contiguous(memory_format=fmt)
+
+
 def measure(shape: ConvShape, device: str = "cpu", budget_s: float = 0.3) -> ConvResult:
-    """Time one fp32 forward convolution of `shape` (torch, no autograd)."""
+    """Time one fp32 convolution of `shape`, channels-last: forward without autograd, and forward + backward."""
     import torch
 
-    x = torch.randn(shape.batch, shape.c_in, shape.size, shape.size, device=device)
-    w = torch.randn(shape.c_out, shape.c_in // shape.groups, shape.kernel, shape.kernel, device=device)
+    x, w = _operands(torch, shape, device, channels_last=True)
     sync = torch.cuda.synchronize if device == "cuda" else None
 
     def conv(a: Any, b: Any) -> Any:
@@ -129,3 +144,51 @@ def efficiencies(results: list[ConvResult], fp32_fit: GemmFit | None,
                 value = flops / work_s / fp32_fit.rate(r.shape.gemm.equivalent_n)
             by_kind.setdefault(key, []).append(value)
     return {kind: math.prod(values) ** (1 / len(values)) for kind, values in by_kind.items()}
+
+
+CONVERSION_CHANNELS = 16
+CONVERSION_SIDE = 64
+"""The probe: a depthwise 3x3 over 16 channels of 64 x 64 (MobileNetV3's first block)."""
+
+
+@dataclass(frozen=True)
+class ConversionRate:
+    level: str
+    """'cache': the tensors and their converted copies fit in the last-level cache; 'dram': they do not."""
+    activation_bytes: float
+    """Input and output of the probe convolution."""
+    nchw: Measurement
+    channels_last: Measurement
+
+    @property
+    def bytes_per_s(self) -> float:
+        extra = self.nchw.median - self.channels_last.median
+        return self.activation_bytes / extra if extra > 0 else float("inf")
+
+
+def conversion_batches(llc_bytes: float) -> dict[str, int]:
+    """Probe batch per level: the activations and their converted copies (2 x (input + output)) fill a
+    quarter of the last-level cache for 'cache', and twice it for 'dram'."""
+    per_sample = 2 * 2 * CONVERSION_CHANNELS * CONVERSION_SIDE**2 * 4
+    return {"cache": max(1, int(llc_bytes / 4 // per_sample)), "dram": max(1, int(2 * llc_bytes // per_sample))}
+
+
+def layout_conversion(llc_bytes: float, device: str = "cpu", budget_s: float = 0.3) -> list[ConversionRate]:
+    """Bytes per second of NCHW <-> channel-blocked conversion, in cache and from DRAM (see the module doc)."""
+    import torch
+
+    out = []
+    for level, batch in conversion_batches(llc_bytes).items():
+        shape = ConvShape("depthwise", batch, CONVERSION_CHANNELS, CONVERSION_CHANNELS, CONVERSION_SIDE, 3,
+                          groups=CONVERSION_CHANNELS)
+        timed = {}
+        for channels_last in (False, True):
+            x, w = _operands(torch, shape, device, channels_last)
+            with torch.no_grad():
+                timed[channels_last] = Timer(
+                    lambda x=x, w=w: torch.nn.functional.conv2d(x, w, padding=1, groups=CONVERSION_CHANNELS),
+                    label=f"conv layout {level} {'channels-last' if channels_last else 'NCHW'}",
+                    work=shape.flops, work_unit="FLOP", budget_s=budget_s).measure()
+        moved = 4.0 * batch * CONVERSION_CHANNELS * CONVERSION_SIDE**2 * 2
+        out.append(ConversionRate(level, moved, timed[False], timed[True]))
+    return out

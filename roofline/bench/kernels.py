@@ -87,12 +87,21 @@ def streaming_rates(device: str = "cpu", cache_bytes: float | None = None, budge
     return out
 
 
+DEPTHWISE_PROBE_CHANNELS = 16
+"""A depthwise layer over 16 one-pixel channels: oneDNN's depthwise path costs about 40-75 us per call here
+however small the tensor, several times a dense convolution's 7 us, so it gets its own entry."""
+
+
 def dispatch_by_kind(device: str = "cpu", budget_s: float = 0.2) -> dict[str, Measurement]:
-    """Host time of one call of a one-element layer of each kind: what every layer pays however small."""
+    """Time of one call of a one-element layer of each kind (the depthwise one of 16 channels): what every
+    layer pays however small."""
     import torch
 
     nn = torch.nn
     x = torch.randn(1, 1, 1, 1, device=device)
+    x16 = torch.randn(1, DEPTHWISE_PROBE_CHANNELS, 1, 1, device=device)
+    depthwise = nn.Conv2d(DEPTHWISE_PROBE_CHANNELS, DEPTHWISE_PROBE_CHANNELS, 3, padding=1,
+                          groups=DEPTHWISE_PROBE_CHANNELS).to(device)
     layers: dict[str, Callable[[], Any]] = {
         "conv2d": nn.Conv2d(1, 1, 1).to(device), "gemm": nn.Linear(1, 1).to(device),
         "norm": nn.BatchNorm2d(1).to(device).eval(), "activation": nn.ReLU(), "pool": nn.MaxPool2d(1),
@@ -102,6 +111,8 @@ def dispatch_by_kind(device: str = "cpu", budget_s: float = 0.2) -> dict[str, Me
         for kind, layer in layers.items():
             out[kind] = Timer(lambda layer=layer: layer(x), label=f"dispatch {kind}", work=1, work_unit="call",
                               budget_s=budget_s).measure()
+        out["conv2d:depthwise"] = Timer(lambda: depthwise(x16), label="dispatch conv2d:depthwise", work=1,
+                                        work_unit="call", budget_s=budget_s).measure()
         out["elementwise"] = Timer(lambda: torch.add(x, x), label="dispatch elementwise", work=1,
                                    work_unit="call", budget_s=budget_s).measure()
     return out

@@ -47,8 +47,11 @@ def render_calibration(result: Any, path: Path, console: Any) -> None:
                    format_si(p["bandwidth_bytes_per_s"], "B/s"), "yes" if p["level"] in kept else "no")
     console.print(bw)
 
-    console.print("convolution efficiency (of a GEMM of equal reuse; depthwise: of the fp32 peak): "
-                  + ", ".join(f"{k} {v:.0%}" for k, v in m.conv_efficiency.items()))
+    console.print("convolution efficiency, channels-last (of a GEMM of equal reuse; depthwise: of the fp32 "
+                  "peak): " + ", ".join(f"{k} {v:.0%}" for k, v in m.conv_efficiency.items()))
+    if m.layout_conversion_bytes_per_s:
+        console.print("NCHW convolution layout conversion (activation bytes): "
+                      + ", ".join(f"{k} {format_si(v, 'B/s')}" for k, v in m.layout_conversion_bytes_per_s.items()))
     console.print("kernel streaming rates (forward, cache-resident, compulsory bytes): "
                   + ", ".join(f"{k} {format_si(v, 'B/s')}" for k, v in m.kernel_bytes_per_s.items()))
     console.print("host time per layer call: "

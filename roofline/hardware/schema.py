@@ -144,8 +144,13 @@ class Measured(_Strict):
     on a cache-resident tensor: the kernel's own ceiling where it is slower than the memory feeding it."""
     page_fault_bytes_per_s: float | None = None
     """CPU: rate of first-touching freshly mapped memory (large tensors are mmap'd anew at every allocation)."""
+    layout_conversion_bytes_per_s: dict[str, float] = {}
+    """CPU: 'cache' / 'dram' -> activation bytes per second at which an NCHW convolution's input and output
+    are converted to and from the library's channel-blocked layout, for tensors that fit in the last-level
+    cache and for tensors that do not (NCHW time less channels-last time of one depthwise convolution)."""
     dispatch_s_by_kind: dict[str, float] = {}
-    """op kind -> host time of one call of a one-element layer of that kind (module call included)."""
+    """op kernel or kind ('conv2d:depthwise', 'conv2d', 'gemm', ...) -> time of one call of a one-element layer
+    of that kind (module call included): what every layer pays however small."""
     kernel_launch_s: float | None = None
     framework_dispatch_s: float | None = None
     sync_s: float | None = None

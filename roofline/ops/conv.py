@@ -58,6 +58,15 @@ class Conv2d(Op):
         return [GemmView(kg, cg * self.r * self.s, self.n * self.p * self.q, g)]
 
     @property
+    def depthwise(self) -> bool:
+        """One filter per input channel: no channel reduction, so no GEMM; libraries run a direct stencil."""
+        return self.groups > 1 and self.groups == self.c
+
+    @property
+    def kernel(self) -> str:
+        return "conv2d:depthwise" if self.depthwise else "conv2d"
+
+    @property
     def saves_input(self) -> bool:
         return True
 
