@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import CalibrationMismatch, MissingDependency, ProfileError, RooflineError
-from roofline.hardware.schema import Measured, MeasuredCache, MeasuredGemmPoint, Profile
+from roofline.hardware.schema import Measured, MeasuredCache, MeasuredGemmPoint, MeasuredSkinnyGemmPoint, Profile
 
 CHECKED_KEYS = ("cpu_model", "gpu_model", "torch_version", "cpus_available", "omp_num_threads", "torch_threads")
 """Environment entries that must match for a calibration to apply: hardware, framework, threads
@@ -263,6 +263,10 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
         curves[f"numpy {dtype}"] = gemm.sweep("numpy", dtype, plan.gemm_sizes(), llc_bytes=llc,
                                               budget_s=plan.gemm_budget_s)
     measurements += [p.measurement for c in curves.values() for p in c]
+    skinny = gemm.skinny_sweep(plan.device, plan.memory_budget_s)
+    measurements += [p.measurement for p in skinny]
+    details["skinny_gemm_fp32"] = [{"small": p.small, "other": p.other, "flops_per_s": p.flops_per_s}
+                                   for p in skinny]
 
     on_step("memory")
     if llc is None:
@@ -348,6 +352,8 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
         peak_flops=peak, memory_bandwidth=dram, caches=caches,
         gemm_curves={key.split()[1]: [MeasuredGemmPoint(n=p.n, flops_per_s=p.flops_per_s) for p in c]
                      for key, c in curves.items() if key.startswith("torch")},
+        skinny_gemm_fp32=[MeasuredSkinnyGemmPoint(small=p.small, other=p.other, flops_per_s=p.flops_per_s)
+                          for p in skinny],
         conv_efficiency=conv_eff, host_to_device_bytes_per_s=h2d,
         kernel_bytes_per_s={r.key: r.bytes_per_s for r in rates},
         dispatch_s_by_kind={kind: m.median for kind, m in by_kind.items()},

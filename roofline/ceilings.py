@@ -8,6 +8,7 @@ hardware cannot beat, a measured one is what the software stack on this machine 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from roofline.errors import RooflineError
@@ -51,6 +52,8 @@ class Ceilings:
     """Measured (n, FLOP/s) for square GEMMs at this dtype: small products do not reach peak."""
     gemm_fit: GemmFit | None = None
     """Hockney's model fitted to `gemm_curve`: what the cost model applies to GEMM-like ops when measured."""
+    skinny_gemm: tuple[tuple[int, int, float], ...] = ()
+    """Measured (small, other, FLOP/s) of (small x other) @ (other x other) products at this dtype (fp32)."""
     conv_efficiency: dict[str, float] = field(default_factory=dict)
     kernel_bytes_per_s: dict[str, float] = field(default_factory=dict)
     """Measured forward rate of non-GEMM kernels by `op.kernel`: a ceiling below the memory level's."""
@@ -155,6 +158,33 @@ def _solve3(matrix: list[list[float]], rhs: list[float]) -> list[float] | None:
     return out
 
 
+def skinny_rate(surface: tuple[tuple[int, int, float], ...], small: float, other: float) -> float | None:
+    """FLOP/s of a product whose smallest dimension is `small` and whose other two have geometric mean
+    `other`, interpolated bilinearly in (log small, log other) over the measured surface and held at its
+    edges; None when `small` is beyond the surface (the square curve applies there) or nothing was measured."""
+    smalls = sorted({s for s, _, _ in surface})
+    others = sorted({o for _, o, _ in surface})
+    if not smalls or small > smalls[-1]:
+        return None
+    rate = {(s, o): r for s, o, r in surface}
+
+    def bracket(values: list[int], x: float) -> tuple[int, int, float]:
+        x = min(max(x, values[0]), values[-1])
+        hi = next(i for i, v in enumerate(values) if v >= x)
+        lo = max(hi - 1, 0)
+        if values[hi] == values[lo]:
+            return values[lo], values[hi], 0.0
+        return values[lo], values[hi], math.log(x / values[lo]) / math.log(values[hi] / values[lo])
+
+    s0, s1, fs = bracket(smalls, small)
+    o0, o1, fo = bracket(others, other)
+    if any(key not in rate for key in ((s0, o0), (s0, o1), (s1, o0), (s1, o1))):
+        return None
+    log_rate = ((1 - fs) * (1 - fo) * math.log(rate[s0, o0]) + (1 - fs) * fo * math.log(rate[s0, o1])
+                + fs * (1 - fo) * math.log(rate[s1, o0]) + fs * fo * math.log(rate[s1, o1]))
+    return math.exp(log_rate)
+
+
 def monotone_curve(points: list[tuple[int, float]]) -> tuple[tuple[int, float], ...]:
     """The measured GEMM curve as a running maximum over size: a bigger square product has at least the
     reuse of a smaller one, so a dip is interference on a shared machine (a descheduled thread), not the
@@ -218,6 +248,8 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
         device=profile.name, is_gpu=is_gpu, units=units, compute_dtype=dtype,
         matrix_flops_per_s=matrix_value, vector_flops_per_s=vector_value, alignment_elements=alignment,
         gemm_curve=curve, gemm_fit=fit_gemm_curve(curve),
+        skinny_gemm=tuple((p.small, p.other, p.flops_per_s) for p in measured.skinny_gemm_fp32)
+        if measured and dtype == "fp32" else (),
         conv_efficiency=dict(measured.conv_efficiency) if measured else {},
         kernel_bytes_per_s=dict(measured.kernel_bytes_per_s) if measured else {},
         levels=levels, dispatch_s=dispatch,

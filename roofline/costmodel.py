@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from roofline.ceilings import Ceilings, Level
+from roofline.ceilings import Ceilings, Level, skinny_rate
 from roofline.ops.base import GemmView, Op
 
 MMAP_THRESHOLD_BYTES = 32 * 2**20
@@ -197,6 +197,15 @@ def _efficiency_key(c: Ceilings, kind: str, pass_: str) -> str | None:
     return kind if kind in c.conv_efficiency else None
 
 
+def skinny_gemm_rate(view: GemmView, c: Ceilings) -> float | None:
+    """The measured skinny-GEMM surface's rate for a view whose smallest dimension it covers (1 to 64 rows),
+    at the geometric mean of the other two dimensions; None otherwise."""
+    small = min(view.m, view.n, view.k)
+    if not c.skinny_gemm or small <= 0:
+        return None
+    return skinny_rate(c.skinny_gemm, float(small), math.sqrt(float(view.m) * float(view.n) * float(view.k) / small))
+
+
 def layout_conversion_s(op: Op, act_bytes: float, ctx: CostContext) -> float:
     """Seconds a CPU convolution over NCHW tensors spends converting them to oneDNN's channel-blocked layout
     and back: separate reorder kernels before and after the convolution, so the time adds to it. The rate is
@@ -231,7 +240,13 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
             rate, path, why = gemm_rate(op, view, ctx)
             notes.extend(why)
             kind = conv_kind(op) if op.kind == "conv2d" else None
-            if c.gemm_fit and not why:
+            skinny = skinny_gemm_rate(view, c) if kind is None and not why else None
+            if skinny:
+                # the surface was timed per torch call, dispatch included, which host_s charges already
+                notes.append(f"{min(view.m, view.n, view.k)}-row product: measured skinny-GEMM rate "
+                             f"{skinny / 1e9:.3g} GFLOP/s")
+                compute_s += max(view.flops / skinny - c.dispatch_s, view.flops / rate)
+            elif c.gemm_fit and not why:
                 fit, reuse = c.gemm_fit, view.equivalent_n
                 key = _efficiency_key(c, kind, pass_) if kind else None
                 efficiency = c.conv_efficiency[key] if key else 1.0

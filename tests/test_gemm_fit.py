@@ -34,3 +34,36 @@ def test_equivalent_n_is_the_harmonic_mean_of_the_dimensions():
     # 3 / (1/8 + 1/2048 + 1/512) = 3 / 0.127441... = 23.54
     assert GemmView(8, 2048, 512).equivalent_n == pytest.approx(3 / (1 / 8 + 1 / 2048 + 1 / 512))
     assert GemmView(256, 256, 256).equivalent_n == pytest.approx(256)
+
+
+def test_skinny_surface_interpolates_in_log_space_and_defers_to_the_square_curve():
+    from roofline.ceilings import skinny_rate
+
+    surface = ((1, 256, 10e9), (16, 256, 40e9), (1, 4096, 5e9), (16, 4096, 80e9))
+    assert skinny_rate(surface, 1, 256) == pytest.approx(10e9)
+    # 4 rows is half-way from 1 to 16 in log2: the geometric mean of 10 and 40 GFLOP/s
+    assert skinny_rate(surface, 4, 256) == pytest.approx(20e9)
+    # o = 1024 is half-way from 256 to 4096 in log: geometric mean along that axis too
+    assert skinny_rate(surface, 1, 1024) == pytest.approx((10e9 * 5e9) ** 0.5)
+    assert skinny_rate(surface, 1, 100_000) == pytest.approx(5e9)  # held at the edge
+    assert skinny_rate(surface, 17, 256) is None  # beyond the surface: the square curve's regime
+    assert skinny_rate((), 1, 256) is None
+
+
+def test_linear_layer_at_batch_four_runs_at_the_measured_skinny_rate():
+    from dataclasses import replace
+
+    from roofline.ceilings import ceilings_for
+    from roofline.costmodel import CostContext, op_cost
+    from roofline.hardware import find_profile
+    from roofline.ops import Linear
+    from roofline.precision import get_precision
+
+    c = ceilings_for(find_profile("textbook", "cpu"), get_precision("fp32"))
+    c = replace(c, skinny_gemm=((1, 1024, 20e9), (4, 1024, 30e9), (64, 1024, 120e9)), dispatch_s=0.0)
+    op = Linear("fc", batch=4, in_features=1024, out_features=1024, bias=False)
+    cost = op_cost(op, "forward", CostContext(c, 4, 4))
+    # 2 x 4 x 1024 x 1024 FLOPs at 30 GFLOP/s
+    assert cost.compute_s == pytest.approx(2 * 4 * 1024 * 1024 / 30e9)
+    big = Linear("fc", batch=256, in_features=1024, out_features=1024, bias=False)
+    assert "skinny" not in " ".join(op_cost(big, "forward", CostContext(c, 4, 4)).notes)

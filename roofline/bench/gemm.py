@@ -124,3 +124,45 @@ def sweep(library: str, dtype: str, sizes: Sequence[int], *, device: str = "cpu"
                       budget_s=budget_s, sync=sync)
         points.append(GemmPoint(library, dtype, n, timer.measure()))
     return points
+
+
+SKINNY_SMALL = (1, 4, 16, 64)
+SKINNY_OTHER = (256, 1024, 4096)
+"""The skinny-GEMM surface: (s x o) @ (o x o) for a small dimension s (a batch of 1 to 64 rows through a
+linear layer) and o from an L2-resident to a DRAM-resident (67 MB fp32) weight."""
+
+
+@dataclass(frozen=True)
+class SkinnyPoint:
+    small: int
+    other: int
+    measurement: Measurement
+
+    @property
+    def flops_per_s(self) -> float:
+        return self.measurement.best_rate
+
+
+def skinny_sweep(device: str = "cpu", budget_s: float = 0.2, smalls: Sequence[int] = SKINNY_SMALL,
+                 others: Sequence[int] = SKINNY_OTHER) -> list[SkinnyPoint]:
+    """Time fp32 products whose smallest dimension is a few rows. The square curve does not predict them: a
+    library's micro-kernel computes a block of rows at once and a product of 1 to 16 rows leaves most of it
+    idle, while the weight is still packed and streamed whole (measured here: 8 to 40 GFLOP/s at 4 rows,
+    against 100+ for a square product of the same reuse). No rotation: a layer's weight stays where its
+    size puts it between steps, which the o sweep spans."""
+    import torch
+
+    sync = torch.cuda.synchronize if device == "cuda" else None
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+    points = []
+    for other in others:
+        weight = torch.randn(other, other, device=device)
+        for small in smalls:
+            rows = torch.randn(small, other, device=device)
+            out = torch.empty(small, other, device=device)
+            timer = Timer(lambda rows=rows, out=out, weight=weight: torch.mm(rows, weight, out=out),
+                          label=f"torch fp32 gemm {small}x{other}x{other}", work=gemm_flops(small, other, other),
+                          work_unit="FLOP", budget_s=budget_s, sync=sync)
+            points.append(SkinnyPoint(small, other, timer.measure()))
+    return points

@@ -117,6 +117,14 @@ class MeasuredGemmPoint(_Strict):
     flops_per_s: float
 
 
+class MeasuredSkinnyGemmPoint(_Strict):
+    """Measured fp32 throughput of a (small x other) @ (other x other) product: the skinny-GEMM surface."""
+
+    small: int
+    other: int
+    flops_per_s: float
+
+
 class MeasuredCache(_Strict):
     level: str
     bandwidth_bytes_per_s: float
@@ -133,6 +141,9 @@ class Measured(_Strict):
     caches: list[MeasuredCache] = []
     gemm_curves: dict[str, list[MeasuredGemmPoint]] = {}
     """dtype -> throughput against size: small GEMMs do not reach peak."""
+    skinny_gemm_fp32: list[MeasuredSkinnyGemmPoint] = []
+    """fp32 products with a dimension of 1 to 64 (a small batch through a linear layer), which the square
+    curve does not describe."""
     conv_efficiency: dict[str, float] = {}
     """shape kind ('3x3', '1x1', 'stem') -> measured FLOP/s over the fp32 GEMM curve at the implicit GEMM's
     equivalent square size; 'depthwise' -> measured FLOP/s over the fp32 peak (no GEMM to compare with);
