@@ -32,6 +32,8 @@ WORST_KINDS = 3
 REPEATS = 7
 BUDGET_S = 3.0
 RETRIES = 2
+SPEED_PROBE_N = 512
+SPEED_PROBE_S = 0.3
 """A batch whose spread exceeds the timing module's warning threshold was disturbed (this machine is
 shared); it is measured again up to this many times and the attempt with the smallest spread is kept."""
 
@@ -93,6 +95,11 @@ def calibration_summary() -> dict[str, Any] | None:
             "date": measured.environment.get("date")}
 
 
+def calibrated_speed(summary: dict[str, Any]) -> str:
+    curve = dict((summary.get("calibration") or {}).get("gemm_curve_fp32", []))
+    return f"{curve[SPEED_PROBE_N] / 1e9:.0f}" if SPEED_PROBE_N in curve else "no 512 point"
+
+
 def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     first = results[0]
     env = first["environment"]
@@ -105,12 +112,15 @@ def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         + ", ".join(f"{k} {v}" for k, v in prof["provenance"].items()) + ".",
         f"Timing: warm-up excluded, median of >= {REPEATS} repeats, spread = IQR/median; a batch with spread "
         f"over {SPREAD_WARN_REL_IQR:.0%} is re-measured up to {RETRIES} times (smallest spread kept); load = "
-        "1-minute load average when the batch started (this machine is shared). "
+        "1-minute load average when the batch started (this machine is shared); speed = fp32 GFLOP/s of a "
+        f"{SPEED_PROBE_N}^3 product timed just before the case (calibration recorded "
+        f"{calibrated_speed(summary)}), the machine's drift. "
         "error = (predicted / measured - 1) x 100: negative means the prediction is too fast.",
         "Per-kind columns: predicted vs torch.profiler self time (ms per step), the three kinds with the "
         "largest absolute difference; 'other' is profiled time the kind table does not attribute.", "",
-        "| model | mode | batch | predicted ms | measured ms | spread | load | error | worst kinds (pred vs meas ms) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "| model | mode | batch | predicted ms | measured ms | spread | load | speed | error | worst kinds "
+        "(pred vs meas ms) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for res in results:
         mode = "train" if res["train"] else "infer"
@@ -118,7 +128,7 @@ def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
             spread = run["spread"]
             lines.append(f"| {res['model']} | {mode} | {run['batch_size']} | {_ms(run['predicted_s'])} | "
                          f"{_ms(run['measured_s'])} | {'-' if spread is None else f'{spread:.0%}'} | "
-                         f"{run['load_avg_1min']:.1f} | "
+                         f"{run['load_avg_1min']:.1f} | {run['speed_probe_flops_per_s'] / 1e9:.0f} | "
                          f"{_pct(run['error_pct'])} | {worst_kinds(run)} |")
     met = "met" if summary["median_target_met"] else "NOT met"
     worst_met = "met" if summary["worst_target_met"] else "NOT met"
@@ -131,19 +141,32 @@ def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def machine_speed_flops_per_s() -> float:
+    """fp32 GFLOP/s of a 512^3 product now (fastest sample, as calibration's curve records it): this shared
+    machine's speed drifts by tens of percent over minutes, and a row's error is only as good as the
+    assumption that the machine ran at its calibrated speed while the row was measured."""
+    from roofline.bench.gemm import _torch_call, gemm_flops
+    from roofline.bench.timing import Timer, last_level_cache_bytes
+
+    call = _torch_call("fp32", SPEED_PROBE_N, "cpu", last_level_cache_bytes())
+    return Timer(call, label="speed probe", work=gemm_flops(SPEED_PROBE_N, SPEED_PROBE_N, SPEED_PROBE_N),
+                 work_unit="FLOP", budget_s=SPEED_PROBE_S).measure().best_rate
+
+
 def measure_case(req: ModelRequest, train: bool, batches: list[int]) -> dict[str, Any]:
-    """validate() over the batches, re-measuring disturbed batches (RETRIES); each run records its attempts
-    and the 1-minute load average when it started."""
-    load = os.getloadavg()[0]
+    """validate() over the batches, re-measuring disturbed batches (RETRIES); each run records its attempts,
+    the 1-minute load average and the machine's GEMM speed when it started."""
+    load, speed = os.getloadavg()[0], machine_speed_flops_per_s()
     res = validation_dict(validate(req, "cpu", batches, "fp32", train, budget_s=BUDGET_S, repeats=REPEATS))
     for i, run in enumerate(res["runs"]):
-        run["attempts"], run["load_avg_1min"] = 1, load
+        run["attempts"], run["load_avg_1min"], run["speed_probe_flops_per_s"] = 1, load, speed
         while run["attempts"] <= RETRIES and (run["spread"] is None or run["spread"] > SPREAD_WARN_REL_IQR):
-            load = os.getloadavg()[0]
+            load, speed = os.getloadavg()[0], machine_speed_flops_per_s()
             again = validation_dict(validate(req, "cpu", [run["batch_size"]], "fp32", train, budget_s=BUDGET_S,
                                              repeats=REPEATS))
             retry = again["runs"][0]
             retry["attempts"], retry["load_avg_1min"] = run["attempts"] + 1, load
+            retry["speed_probe_flops_per_s"] = speed
             if retry["spread"] is not None and (run["spread"] is None or retry["spread"] < run["spread"]):
                 run = retry
             else:
