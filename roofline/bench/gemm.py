@@ -115,8 +115,10 @@ def sweep(library: str, dtype: str, sizes: Sequence[int], *, device: str = "cpu"
             torch.backends.cuda.matmul.allow_tf32 = True
         elif dtype == "fp32":
             torch.backends.cuda.matmul.allow_tf32 = False
-    points = []
+    points: list[GemmPoint] = []
     for n in sizes:
+        if points and gemm_flops(n, n, n) / points[-1].flops_per_s > max_call_s:
+            break  # the last size's rate already says a call would be too long (CPU fp16: seconds)
         call = _numpy_call(dtype, n, llc_bytes) if library == "numpy" else _torch_call(dtype, n, device, llc_bytes)
         if probe_s(call, sync) > max_call_s and points:
             break
