@@ -124,6 +124,10 @@ class Plan:
         return 0.2 if self.quick else 0.4
 
     @property
+    def conv_budget_s(self) -> float:
+        return 0.12 if self.quick else 0.3
+
+    @property
     def memory_step(self) -> float:
         return 4.0 if self.quick else 2.0
 
@@ -287,7 +291,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
                             "bandwidth_bytes_per_s": p.bandwidth_bytes_per_s} for p in plateaus]
 
     on_step("conv")
-    conv_results = [conv.measure(s, plan.device, plan.gemm_budget_s) for s in conv.SHAPES]
+    conv_results = [conv.measure(s, plan.device, plan.conv_budget_s) for s in conv.SHAPES]
     measurements += [m for r in conv_results for m in (r.measurement, r.training)]
 
     conversion: dict[str, float] = {}
@@ -308,7 +312,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
                        for key, c in curves.items()}
 
     fp32_fit = fit_gemm_curve(monotone_curve([(p.n, p.flops_per_s) for p in curves["torch fp32"]]))
-    conv_eff = conv.efficiencies(conv_results, fp32_fit, peak["fp32"])
+    conv_eff, conv_fixed = conv.efficiencies(conv_results, fp32_fit, peak["fp32"])
     details["conv"] = [{"kind": r.shape.kind, "flops": r.shape.flops, "flops_per_s": r.flops_per_s}
                        for r in conv_results]
 
@@ -354,7 +358,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
                      for key, c in curves.items() if key.startswith("torch")},
         skinny_gemm_fp32=[MeasuredSkinnyGemmPoint(small=p.small, other=p.other, flops_per_s=p.flops_per_s)
                           for p in skinny],
-        conv_efficiency=conv_eff, host_to_device_bytes_per_s=h2d,
+        conv_efficiency=conv_eff, conv_fixed_s=conv_fixed, host_to_device_bytes_per_s=h2d,
         kernel_bytes_per_s={r.key: r.bytes_per_s for r in rates},
         dispatch_s_by_kind={kind: m.median for kind, m in by_kind.items()},
         page_fault_bytes_per_s=fault_rate if fault_rate and fault_rate != float("inf") else None,

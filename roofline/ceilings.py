@@ -55,6 +55,8 @@ class Ceilings:
     skinny_gemm: tuple[tuple[int, int, float], ...] = ()
     """Measured (small, other, FLOP/s) of (small x other) @ (other x other) products at this dtype (fp32)."""
     conv_efficiency: dict[str, float] = field(default_factory=dict)
+    conv_fixed_s: dict[str, float] = field(default_factory=dict)
+    """Measured fixed seconds per convolution call by efficiency key, dispatch included (see Measured)."""
     kernel_bytes_per_s: dict[str, float] = field(default_factory=dict)
     """Measured forward rate of non-GEMM kernels by `op.kernel`: a ceiling below the memory level's."""
     levels: tuple[Level, ...] = ()
@@ -251,6 +253,7 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
         skinny_gemm=tuple((p.small, p.other, p.flops_per_s) for p in measured.skinny_gemm_fp32)
         if measured and dtype == "fp32" else (),
         conv_efficiency=dict(measured.conv_efficiency) if measured else {},
+        conv_fixed_s=dict(measured.conv_fixed_s) if measured else {},
         kernel_bytes_per_s=dict(measured.kernel_bytes_per_s) if measured else {},
         levels=levels, dispatch_s=dispatch,
         dispatch_s_by_kind=dict(measured.dispatch_s_by_kind) if measured else {},

@@ -197,6 +197,16 @@ def _efficiency_key(c: Ceilings, kind: str, pass_: str) -> str | None:
     return kind if kind in c.conv_efficiency else None
 
 
+def _conv_fixed_s(c: Ceilings, key: str, pass_: str, call_s: float) -> float:
+    """A convolution call's fitted fixed cost beyond the per-call host time charged separately; the two
+    gradient passes were timed as one call (PyTorch's convolution_backward), so each takes half."""
+    fixed = c.conv_fixed_s.get(key)
+    if fixed is None:
+        fit = c.gemm_fit
+        return max(0.0, fit.t0_s - c.dispatch_s) if fit and key != "depthwise" else 0.0
+    return max(0.0, fixed - call_s) / (2 if key.endswith(":backward") else 1)
+
+
 def skinny_gemm_rate(view: GemmView, c: Ceilings) -> float | None:
     """The measured skinny-GEMM surface's rate for a view whose smallest dimension it covers (1 to 64 rows),
     at the geometric mean of the other two dimensions; None otherwise."""
@@ -230,6 +240,8 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     if op.is_free or (flops == 0 and act_bytes + w_bytes == 0):
         return OpCost(op.name, op.kind, pass_, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "free", "none", (), 0, c.is_gpu)
     notes: list[str] = []
+    by_kind = c.dispatch_s_by_kind
+    call_s = by_kind.get(op.kernel, by_kind.get(op.kind, c.dispatch_s))
     views = op.gemm_views(pass_)
     depthwise = op.kind == "conv2d" and conv_kind(op) == "depthwise"
     compute_s = 0.0
@@ -253,8 +265,9 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
                 if key:
                     notes.append(f"measured {key} convolution: {efficiency:.0%} of a GEMM of equal reuse "
                                  f"(n = {reuse:.0f})")
-                # the fit's fixed cost per call includes the dispatch that host_s charges already
-                t = max(0.0, fit.t0_s - c.dispatch_s) + view.flops / (fit.rate(reuse) * efficiency)
+                # fixed costs per call include the dispatch that host_s charges already
+                fixed = _conv_fixed_s(c, key, pass_, call_s) if key else max(0.0, fit.t0_s - c.dispatch_s)
+                t = fixed + view.flops / (fit.rate(reuse) * efficiency)
                 compute_s += max(t, view.flops / rate)
             else:
                 t, tile, split, panel = gemm_compute_s(view, rate, ctx)
@@ -267,13 +280,15 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     else:
         rate = c.vector_flops_per_s
         key = _efficiency_key(c, "depthwise", pass_) if depthwise else None
+        fixed = 0.0
         if key:
             rate *= c.conv_efficiency[key]
+            fixed = _conv_fixed_s(c, key, pass_, call_s)
             notes.append(f"measured {key} efficiency {c.conv_efficiency[key]:.0%}")
         elif depthwise:
             notes.append("depthwise: no channel reduction, direct stencil on vector units")
         path = f"{'CUDA cores' if c.is_gpu else 'SIMD'} {c.compute_dtype}"
-        compute_s = flops / rate if rate else 0.0
+        compute_s = fixed + (flops / rate if rate else 0.0)
     if op.kind == "conv2d" and c.is_gpu and path.startswith("tensor") and not depthwise and not ctx.channels_last:
         transposed = 2 * act_bytes
         notes.append(f"NCHW tensors: cuDNN transposes {transposed / 1e6:.3g} MB to NHWC and back for tensor cores "
@@ -299,8 +314,7 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
             memory_s += sum(fresh) / c.page_fault_bytes_per_s
             notes.append(f"{sum(fresh) / 2**20:.0f} MiB written into fresh pages (mmap'd tensors): "
                          f"{c.page_fault_bytes_per_s / 1e9:.2g} GB/s first touch")
-    by_kind = c.dispatch_s_by_kind
-    host_s = by_kind.get(op.kernel, by_kind.get(op.kind, c.dispatch_s)) * launches
+    host_s = call_s * launches
     launch_s = c.launch_s * launches if c.is_gpu else 0.0
     layout_s = layout_conversion_s(op, act_bytes, ctx)
     if layout_s:

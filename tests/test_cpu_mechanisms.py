@@ -91,3 +91,32 @@ def test_depthwise_layers_take_their_own_measured_call_cost(textbook):
     assert op_cost(dw, "forward", CostContext(c, 4, 4)).host_s == pytest.approx(60e-6)
     assert op_cost(dense, "forward", CostContext(c, 4, 4)).host_s == pytest.approx(8e-6)
     assert op_cost(grouped, "forward", CostContext(c, 4, 4)).host_s == pytest.approx(8e-6)
+
+
+def test_convolution_fixed_cost_and_efficiency_are_recovered_from_synthetic_timings():
+    from roofline.bench.conv import fit_fixed_and_efficiency
+
+    # t = 40 us + ideal / 0.5 at three sizes: the fit returns both exactly
+    points = [(x, 40e-6 + x / 0.5) for x in (10e-6, 100e-6, 1e-3)]
+    fixed, efficiency = fit_fixed_and_efficiency(points, default_fixed_s=3e-6)
+    assert fixed == pytest.approx(40e-6) and efficiency == pytest.approx(0.5)
+    # one shape: the default fixed cost, the efficiency from what is left
+    fixed, efficiency = fit_fixed_and_efficiency([(100e-6, 203e-6)], default_fixed_s=3e-6)
+    assert fixed == pytest.approx(3e-6) and efficiency == pytest.approx(0.5)
+
+
+def test_convolution_charges_its_fixed_cost_beyond_the_host_time_once_per_pass(textbook):
+    from roofline.ops import Conv2d
+
+    base = replace(textbook, conv_efficiency={"depthwise": 0.5, "depthwise:backward": 0.25},
+                   dispatch_s_by_kind={"conv2d:depthwise": 10e-6})
+    fixed = replace(base, conv_fixed_s={"depthwise": 50e-6, "depthwise:backward": 210e-6})
+    dw = Conv2d("dw", n=8, c=32, h=16, w=16, k=32, r=3, s=3, pad=1, groups=32, bias=False)
+
+    def compute(c, pass_):
+        return op_cost(dw, pass_, CostContext(c, 4, 4)).compute_s
+
+    # forward: 50 us fixed less the 10 us the host time already charges; backward: (210 - 10) / 2 per pass
+    assert compute(fixed, "forward") - compute(base, "forward") == pytest.approx(40e-6)
+    assert compute(fixed, "backward_input") - compute(base, "backward_input") == pytest.approx(100e-6)
+    assert compute(fixed, "backward_weight") - compute(base, "backward_weight") == pytest.approx(100e-6)

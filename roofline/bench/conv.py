@@ -61,18 +61,23 @@ class ConvShape:
 
 SHAPES = (
     ConvShape("3x3", 4, 64, 64, 56, 3),
+    ConvShape("3x3", 1, 256, 256, 7, 3),
     ConvShape("1x1", 4, 256, 256, 28, 1),
     ConvShape("1x1", 16, 16, 64, 64, 1),
     ConvShape("1x1", 16, 64, 24, 32, 1),
+    ConvShape("1x1", 8, 96, 576, 4, 1),
+    ConvShape("1x1", 8, 48, 144, 7, 1),
     ConvShape("depthwise", 4, 256, 256, 28, 3, groups=256),
     ConvShape("depthwise", 16, 72, 72, 32, 3, groups=72),
     ConvShape("depthwise", 16, 64, 64, 64, 3, stride=2, groups=64),
+    ConvShape("depthwise", 8, 240, 240, 7, 5, groups=240),
     ConvShape("stem", 4, 3, 64, 224, 7, stride=2),
+    ConvShape("stem", 1, 3, 16, 112, 3, stride=2),
 )
-"""ResNet-50's stage-1 3x3 and stage-2 1x1; MobileNetV3's narrow 1x1 expansions and projections and its
-depthwise 3x3 at three stages (one strided); the ResNet 7x7/2 stem. Library kernels vary by shape (a 1x1
-over 16 input channels, or a depthwise convolution over few, large planes, runs far below the GEMM
-curve), so a kind's efficiency is the geometric mean over its shapes."""
+"""ResNet-50's stage-1 and ResNet-18's last-stage 3x3; ResNet-50's stage-2 1x1; MobileNetV3's narrow 1x1
+expansions and projections, from its first stages to its last (4 x 4 pixels), and its depthwise 3x3 and 5x5
+at four stages (one strided); the ResNet 7x7/2 and MobileNetV3 3x3/2 stems. Each kind spans small and large
+shapes, so that its fixed cost per call and its efficiency are fitted apart (`fit_fixed_and_efficiency`)."""
 
 
 @dataclass(frozen=True)
@@ -127,23 +132,52 @@ def measure(shape: ConvShape, device: str = "cpu", budget_s: float = 0.3) -> Con
     return ConvResult(shape, forward, training)
 
 
+def _ideal_s(shape: ConvShape, flops: float, fp32_fit: GemmFit | None, fp32_peak_flops_per_s: float) -> float:
+    """Seconds the work would take at efficiency 1: at the fitted GEMM rate for the implicit GEMM's equivalent
+    size, or at the fp32 peak for a depthwise convolution (no GEMM to compare with)."""
+    if shape.kind == "depthwise" or fp32_fit is None:
+        return flops / fp32_peak_flops_per_s
+    return flops / fp32_fit.rate(shape.gemm.equivalent_n)
+
+
+def fit_fixed_and_efficiency(points: list[tuple[float, float]], default_fixed_s: float) -> tuple[float, float]:
+    """(fixed seconds per call, efficiency) of t = t0 + ideal / efficiency over (ideal_s, measured_s) points, by
+    least squares on relative residuals; Hockney's model again, per convolution kind. A call's fixed cost at
+    a realistic size (thread fork and join, the library's own setup) exceeds a one-element call's, which is
+    all a tiny-layer probe sees. With one point, or an unphysical fit, t0 is `default_fixed_s` (the GEMM fit's)
+    and the efficiency the geometric mean of ideal / (t - t0)."""
+    if len({round(x, 12) for x, _ in points}) >= 2:
+        rows = [(1 / t, x / t) for x, t in points]  # t0 and b = 1 / efficiency, each residual over t
+        saa = sum(a * a for a, _ in rows)
+        sab = sum(a * b for a, b in rows)
+        sbb = sum(b * b for _, b in rows)
+        sa = sum(a for a, _ in rows)
+        sb = sum(b for _, b in rows)
+        det = saa * sbb - sab * sab
+        if det > 0:
+            t0 = (sa * sbb - sb * sab) / det
+            inverse = (saa * sb - sab * sa) / det
+            if t0 >= 0 and inverse > 0:
+                return t0, 1 / inverse
+    ratios = [x / max(t - default_fixed_s, 1e-12) for x, t in points]
+    return default_fixed_s, math.prod(ratios) ** (1 / len(ratios))
+
+
 def efficiencies(results: list[ConvResult], fp32_fit: GemmFit | None,
-                 fp32_peak_flops_per_s: float) -> dict[str, float]:
-    """kind -> the convolution's measured rate over the fitted GEMM model's rate at the shape's equivalent size
-    (the fit's fixed cost per call taken out); depthwise: measured FLOP/s over the fp32 peak. 'kind:backward'
-    holds the same for the two gradient passes, which libraries run with other (often slower) kernels."""
-    by_kind: dict[str, list[float]] = {}
+                 fp32_peak_flops_per_s: float) -> tuple[dict[str, float], dict[str, float]]:
+    """(kind -> efficiency, kind -> fixed seconds per call): the convolution's rate over the fitted GEMM
+    model's rate at the shape's equivalent size (depthwise: over the fp32 peak), and its fixed cost per call,
+    fitted per kind over its shapes. 'kind:backward' holds the same for the two gradient passes together,
+    which libraries run with other (often slower) kernels."""
+    by_kind: dict[str, list[tuple[float, float]]] = {}
     for r in results:
         # backward: input and weight gradients, each the forward's FLOPs, timed together
         for key, flops, seconds in ((r.shape.kind, r.shape.flops, r.measurement.min),
                                     (f"{r.shape.kind}:backward", 2 * r.shape.flops, r.backward_s)):
-            if r.shape.kind == "depthwise" or fp32_fit is None:
-                value = flops / seconds / fp32_peak_flops_per_s
-            else:
-                work_s = max(seconds - fp32_fit.t0_s, 1e-12)
-                value = flops / work_s / fp32_fit.rate(r.shape.gemm.equivalent_n)
-            by_kind.setdefault(key, []).append(value)
-    return {kind: math.prod(values) ** (1 / len(values)) for kind, values in by_kind.items()}
+            by_kind.setdefault(key, []).append((_ideal_s(r.shape, flops, fp32_fit, fp32_peak_flops_per_s), seconds))
+    default = fp32_fit.t0_s if fp32_fit else 0.0
+    fits = {kind: fit_fixed_and_efficiency(points, default) for kind, points in by_kind.items()}
+    return {k: eff for k, (_, eff) in fits.items()}, {k: t0 for k, (t0, _) in fits.items()}
 
 
 CONVERSION_CHANNELS = 16

@@ -48,7 +48,9 @@ def render_calibration(result: Any, path: Path, console: Any) -> None:
     console.print(bw)
 
     console.print("convolution efficiency, channels-last (of a GEMM of equal reuse; depthwise: of the fp32 "
-                  "peak): " + ", ".join(f"{k} {v:.0%}" for k, v in m.conv_efficiency.items()))
+                  "peak) and fixed time per call: " + ", ".join(
+                      f"{k} {v:.0%} + {format_si(m.conv_fixed_s[k], 's')}" if k in m.conv_fixed_s else f"{k} {v:.0%}"
+                      for k, v in m.conv_efficiency.items()))
     if m.layout_conversion_bytes_per_s:
         console.print("NCHW convolution layout conversion (activation bytes): "
                       + ", ".join(f"{k} {format_si(v, 'B/s')}" for k, v in m.layout_conversion_bytes_per_s.items()))

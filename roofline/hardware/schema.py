@@ -148,6 +148,9 @@ class Measured(_Strict):
     """shape kind ('3x3', '1x1', 'stem') -> measured FLOP/s over the fp32 GEMM curve at the implicit GEMM's
     equivalent square size; 'depthwise' -> measured FLOP/s over the fp32 peak (no GEMM to compare with);
     '<kind>:backward' -> the same for the two gradient passes together."""
+    conv_fixed_s: dict[str, float] = {}
+    """Same keys -> fixed seconds per call, fitted with the efficiency over the kind's shapes (t = t0 + ideal /
+    efficiency): thread fork and join and library setup at realistic sizes, dispatch included."""
     host_to_device_bytes_per_s: dict[str, float] = {}
     """'pageable' / 'pinned' -> measured copy bandwidth."""
     kernel_bytes_per_s: dict[str, float] = {}
