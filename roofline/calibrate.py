@@ -313,7 +313,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
 
     fp32_fit = fit_gemm_curve(monotone_curve([(p.n, p.flops_per_s) for p in curves["torch fp32"]]))
     conv_eff, conv_fixed = conv.efficiencies(conv_results, fp32_fit, peak["fp32"])
-    details["conv"] = [{"kind": r.shape.kind, "flops": r.shape.flops, "flops_per_s": r.flops_per_s}
+    details["conv"] = [{"kind": r.shape.key, "flops": r.shape.flops, "flops_per_s": r.flops_per_s}
                        for r in conv_results]
 
     on_step("kernels")

@@ -203,7 +203,7 @@ def _conv_fixed_s(c: Ceilings, key: str, pass_: str, call_s: float) -> float:
     fixed = c.conv_fixed_s.get(key)
     if fixed is None:
         fit = c.gemm_fit
-        return max(0.0, fit.t0_s - c.dispatch_s) if fit and key != "depthwise" else 0.0
+        return max(0.0, fit.t0_s - c.dispatch_s) if fit and not key.startswith("depthwise") else 0.0
     return max(0.0, fixed - call_s) / (2 if key.endswith(":backward") else 1)
 
 
@@ -216,6 +216,13 @@ def skinny_gemm_rate(view: GemmView, c: Ceilings) -> float | None:
     return skinny_rate(c.skinny_gemm, float(small), math.sqrt(float(view.m) * float(view.n) * float(view.k) / small))
 
 
+def _depthwise_kind(c: Ceilings, ctx: CostContext) -> str:
+    """'depthwise:nchw' for NCHW tensors on a CPU calibrated in that layout (PyTorch runs another, slower
+    kernel there, conversion included), else 'depthwise'."""
+    nchw = not c.is_gpu and not ctx.channels_last and "depthwise:nchw" in c.conv_efficiency
+    return "depthwise:nchw" if nchw else "depthwise"
+
+
 def layout_conversion_s(op: Op, act_bytes: float, ctx: CostContext) -> float:
     """Seconds a CPU convolution over NCHW tensors spends converting them to oneDNN's channel-blocked layout
     and back: separate reorder kernels before and after the convolution, so the time adds to it. The rate is
@@ -224,6 +231,8 @@ def layout_conversion_s(op: Op, act_bytes: float, ctx: CostContext) -> float:
     rates = c.layout_conversion_bytes_per_s
     if op.kind != "conv2d" or c.is_gpu or ctx.channels_last or not rates:
         return 0.0
+    if op.depthwise and _depthwise_kind(c, ctx) == "depthwise:nchw":  # type: ignore[attr-defined]
+        return 0.0  # measured in NCHW, conversion included
     llc = c.levels[-2].capacity_bytes if len(c.levels) > 1 else 0.0
     rate = rates.get("cache" if 2 * act_bytes <= llc else "dram")
     return act_bytes / rate if rate else 0.0
@@ -279,7 +288,7 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
                                  f"quantization costs {t / useful:.2f}x the ideal time")
     else:
         rate = c.vector_flops_per_s
-        key = _efficiency_key(c, "depthwise", pass_) if depthwise else None
+        key = _efficiency_key(c, _depthwise_kind(c, ctx), pass_) if depthwise else None
         fixed = 0.0
         if key:
             rate *= c.conv_efficiency[key]

@@ -39,6 +39,13 @@ class ConvShape:
     kernel: int
     stride: int = 1
     groups: int = 1
+    channels_last: bool = True
+    """Timed in the layout fast kernels read natively; False for the NCHW depthwise probes (see `key`)."""
+
+    @property
+    def key(self) -> str:
+        """The efficiency key: the kind, with ':nchw' for a shape timed in NCHW."""
+        return self.kind if self.channels_last else f"{self.kind}:nchw"
 
     @property
     def padding(self) -> int:
@@ -73,11 +80,20 @@ SHAPES = (
     ConvShape("depthwise", 8, 240, 240, 7, 5, groups=240),
     ConvShape("stem", 4, 3, 64, 224, 7, stride=2),
     ConvShape("stem", 1, 3, 16, 112, 3, stride=2),
+    ConvShape("depthwise", 16, 72, 72, 32, 3, groups=72, channels_last=False),
+    ConvShape("depthwise", 16, 64, 64, 64, 3, stride=2, groups=64, channels_last=False),
+    ConvShape("depthwise", 8, 240, 240, 7, 5, groups=240, channels_last=False),
+    ConvShape("depthwise", 64, 576, 576, 4, 5, groups=576, channels_last=False),
+    ConvShape("depthwise", 1, 576, 576, 4, 5, groups=576, channels_last=False),
+    ConvShape("depthwise", 1, 72, 72, 28, 3, stride=2, groups=72, channels_last=False),
 )
 """ResNet-50's stage-1 and ResNet-18's last-stage 3x3; ResNet-50's stage-2 1x1; MobileNetV3's narrow 1x1
 expansions and projections, from its first stages to its last (4 x 4 pixels), and its depthwise 3x3 and 5x5
 at four stages (one strided); the ResNet 7x7/2 and MobileNetV3 3x3/2 stems. Each kind spans small and large
-shapes, so that its fixed cost per call and its efficiency are fitted apart (`fit_fixed_and_efficiency`)."""
+shapes, so that its fixed cost per call and its efficiency are fitted apart (`fit_fixed_and_efficiency`).
+Depthwise convolutions are also timed in NCHW ('depthwise:nchw'): there PyTorch's CPU backward runs another,
+far slower kernel (3 to 25x its channels-last time here, growing with channels x taps), not a layout
+conversion around the same one, so it is measured as its own kind."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +125,7 @@ def measure(shape: ConvShape, device: str = "cpu", budget_s: float = 0.3) -> Con
     """Time one fp32 convolution of `shape`, channels-last: forward without autograd, and forward + backward."""
     import torch
 
-    x, w = _operands(torch, shape, device, channels_last=True)
+    x, w = _operands(torch, shape, device, channels_last=shape.channels_last)
     sync = torch.cuda.synchronize if device == "cuda" else None
 
     def conv(a: Any, b: Any) -> Any:
@@ -125,9 +141,9 @@ def measure(shape: ConvShape, device: str = "cpu", budget_s: float = 0.3) -> Con
     def train():
         conv(xg, wg).backward(grad)
 
-    forward = Timer(call, label=f"conv {shape.kind}", work=shape.flops, work_unit="FLOP", budget_s=budget_s,
+    forward = Timer(call, label=f"conv {shape.key}", work=shape.flops, work_unit="FLOP", budget_s=budget_s,
                     sync=sync).measure()
-    training = Timer(train, label=f"conv {shape.kind} forward+backward", work=3 * shape.flops, work_unit="FLOP",
+    training = Timer(train, label=f"conv {shape.key} forward+backward", work=3 * shape.flops, work_unit="FLOP",
                      budget_s=budget_s, sync=sync).measure()
     return ConvResult(shape, forward, training)
 
@@ -172,8 +188,8 @@ def efficiencies(results: list[ConvResult], fp32_fit: GemmFit | None,
     by_kind: dict[str, list[tuple[float, float]]] = {}
     for r in results:
         # backward: input and weight gradients, each the forward's FLOPs, timed together
-        for key, flops, seconds in ((r.shape.kind, r.shape.flops, r.measurement.min),
-                                    (f"{r.shape.kind}:backward", 2 * r.shape.flops, r.backward_s)):
+        for key, flops, seconds in ((r.shape.key, r.shape.flops, r.measurement.min),
+                                    (f"{r.shape.key}:backward", 2 * r.shape.flops, r.backward_s)):
             by_kind.setdefault(key, []).append((_ideal_s(r.shape, flops, fp32_fit, fp32_peak_flops_per_s), seconds))
     default = fp32_fit.t0_s if fp32_fit else 0.0
     fits = {kind: fit_fixed_and_efficiency(points, default) for kind, points in by_kind.items()}
