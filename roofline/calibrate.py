@@ -291,7 +291,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
                             "bandwidth_bytes_per_s": p.bandwidth_bytes_per_s} for p in plateaus]
 
     on_step("conv")
-    conv_results = [conv.measure(s, plan.device, plan.conv_budget_s) for s in conv.SHAPES]
+    conv_results = [conv.measure(s, plan.device, plan.conv_budget_s) for s in conv.shapes(plan.quick)]
     measurements += [m for r in conv_results for m in (r.measurement, r.training)]
 
     conversion: dict[str, float] = {}

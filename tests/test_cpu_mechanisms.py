@@ -120,3 +120,13 @@ def test_convolution_charges_its_fixed_cost_beyond_the_host_time_once_per_pass(t
     assert compute(fixed, "forward") - compute(base, "forward") == pytest.approx(40e-6)
     assert compute(fixed, "backward_input") - compute(base, "backward_input") == pytest.approx(100e-6)
     assert compute(fixed, "backward_weight") - compute(base, "backward_weight") == pytest.approx(100e-6)
+
+
+def test_quick_calibration_keeps_both_ends_of_every_convolution_kind():
+    from roofline.bench.conv import SHAPES, shapes
+
+    quick = shapes(quick=True)
+    for key in {sh.key for sh in SHAPES}:
+        flops = sorted(sh.flops for sh in SHAPES if sh.key == key)
+        kept = sorted(sh.flops for sh in quick if sh.key == key)
+        assert kept == [flops[0], flops[-1]] if len(flops) > 1 else kept == flops

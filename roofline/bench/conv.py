@@ -96,6 +96,18 @@ far slower kernel (3 to 25x its channels-last time here, growing with channels x
 conversion around the same one, so it is measured as its own kind."""
 
 
+def shapes(quick: bool = False) -> tuple[ConvShape, ...]:
+    """SHAPES, or for a quick calibration each key's smallest and largest shape: the two ends the fixed cost
+    and the efficiency are fitted from."""
+    if not quick:
+        return SHAPES
+    keep: set[ConvShape] = set()
+    for key in {sh.key for sh in SHAPES}:
+        same = sorted((sh for sh in SHAPES if sh.key == key), key=lambda sh: sh.flops)
+        keep.update((same[0], same[-1]))
+    return tuple(sh for sh in SHAPES if sh in keep)
+
+
 @dataclass(frozen=True)
 class ConvResult:
     shape: ConvShape
