@@ -216,14 +216,16 @@ def skinny_gemm_rate(view: GemmView, c: Ceilings) -> float | None:
     return skinny_rate(c.skinny_gemm, float(small), math.sqrt(float(view.m) * float(view.n) * float(view.k) / small))
 
 
-def _depthwise_kind(c: Ceilings, ctx: CostContext) -> str:
-    """'depthwise:nchw' for NCHW tensors on a CPU calibrated in that layout (PyTorch runs another, slower
-    kernel there, conversion included), else 'depthwise'."""
-    nchw = not c.is_gpu and not ctx.channels_last and "depthwise:nchw" in c.conv_efficiency
+def _depthwise_kind(c: Ceilings, ctx: CostContext, pass_: str) -> str:
+    """'depthwise:nchw' for the gradient passes over NCHW tensors on a CPU calibrated in that layout (PyTorch
+    runs another, far slower kernel there, conversion included), else 'depthwise': the forward over NCHW is
+    the channels-last kernel between two layout conversions, which `layout_conversion_s` adds."""
+    nchw = (pass_ != "forward" and not c.is_gpu and not ctx.channels_last
+            and "depthwise:nchw:backward" in c.conv_efficiency)
     return "depthwise:nchw" if nchw else "depthwise"
 
 
-def layout_conversion_s(op: Op, act_bytes: float, ctx: CostContext) -> float:
+def layout_conversion_s(op: Op, pass_: str, act_bytes: float, ctx: CostContext) -> float:
     """Seconds a CPU convolution over NCHW tensors spends converting them to oneDNN's channel-blocked layout
     and back: separate reorder kernels before and after the convolution, so the time adds to it. The rate is
     calibration's, from the last-level cache when the tensors and their converted copies fit there."""
@@ -231,7 +233,7 @@ def layout_conversion_s(op: Op, act_bytes: float, ctx: CostContext) -> float:
     rates = c.layout_conversion_bytes_per_s
     if op.kind != "conv2d" or c.is_gpu or ctx.channels_last or not rates:
         return 0.0
-    if op.depthwise and _depthwise_kind(c, ctx) == "depthwise:nchw":  # type: ignore[attr-defined]
+    if op.depthwise and _depthwise_kind(c, ctx, pass_) == "depthwise:nchw":  # type: ignore[attr-defined]
         return 0.0  # measured in NCHW, conversion included
     llc = c.levels[-2].capacity_bytes if len(c.levels) > 1 else 0.0
     rate = rates.get("cache" if 2 * act_bytes <= llc else "dram")
@@ -288,7 +290,7 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
                                  f"quantization costs {t / useful:.2f}x the ideal time")
     else:
         rate = c.vector_flops_per_s
-        key = _efficiency_key(c, _depthwise_kind(c, ctx), pass_) if depthwise else None
+        key = _efficiency_key(c, _depthwise_kind(c, ctx, pass_), pass_) if depthwise else None
         fixed = 0.0
         if key:
             rate *= c.conv_efficiency[key]
@@ -325,7 +327,7 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
                          f"{c.page_fault_bytes_per_s / 1e9:.2g} GB/s first touch")
     host_s = call_s * launches
     launch_s = c.launch_s * launches if c.is_gpu else 0.0
-    layout_s = layout_conversion_s(op, act_bytes, ctx)
+    layout_s = layout_conversion_s(op, pass_, act_bytes, ctx)
     if layout_s:
         notes.append(f"NCHW activations: {act_bytes / 1e6:.3g} MB converted to the blocked layout and back "
                      f"({layout_s * 1e3:.3g} ms; use channels_last)")

@@ -130,3 +130,20 @@ def test_quick_calibration_keeps_both_ends_of_every_convolution_kind():
         flops = sorted(sh.flops for sh in SHAPES if sh.key == key)
         kept = sorted(sh.flops for sh in quick if sh.key == key)
         assert kept == [flops[0], flops[-1]] if len(flops) > 1 else kept == flops
+
+
+def test_nchw_depthwise_backward_takes_its_own_measured_kernel_without_conversion(textbook):
+    from roofline.ops import Conv2d
+
+    c = replace(textbook, conv_efficiency={"depthwise": 0.5, "depthwise:backward": 0.25,
+                                           "depthwise:nchw": 0.4, "depthwise:nchw:backward": 0.05},
+                layout_conversion_bytes_per_s={"cache": 20e9, "dram": 2e9})
+    dw = Conv2d("dw", n=1, c=32, h=16, w=16, k=32, r=3, s=3, pad=1, groups=32, bias=False)
+    flops = 2 * 1 * 32 * 16 * 16 * 9
+    forward = op_cost(dw, "forward", CostContext(c, 4, 4))
+    # forward: the channels-last kernel (50% of peak) between two conversions of input and output (in cache)
+    assert forward.device_s == pytest.approx(flops / (0.5 * c.vector_flops_per_s) + 2 * 32 * 16 * 16 * 4 / 20e9)
+    backward = op_cost(dw, "backward_input", CostContext(c, 4, 4))
+    assert backward.device_s == pytest.approx(flops / (0.05 * c.vector_flops_per_s))
+    channels_last = op_cost(dw, "backward_input", CostContext(c, 4, 4, channels_last=True))
+    assert channels_last.device_s == pytest.approx(flops / (0.25 * c.vector_flops_per_s))
