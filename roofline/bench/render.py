@@ -51,6 +51,9 @@ def render_calibration(result: Any, path: Path, console: Any) -> None:
                   "peak) and fixed time per call: " + ", ".join(
                       f"{k} {v:.0%} + {format_si(m.conv_fixed_s[k], 's')}" if k in m.conv_fixed_s else f"{k} {v:.0%}"
                       for k, v in m.conv_efficiency.items()))
+    if m.skinny_gemm_fp32:
+        console.print("fp32 products of few rows, (rows x side) @ (side x side): " + ", ".join(
+            f"{p.small}x{p.other} {format_si(p.flops_per_s, 'FLOP/s')}" for p in m.skinny_gemm_fp32))
     if m.layout_conversion_bytes_per_s:
         console.print("NCHW convolution layout conversion (activation bytes): "
                       + ", ".join(f"{k} {format_si(v, 'B/s')}" for k, v in m.layout_conversion_bytes_per_s.items()))
