@@ -63,6 +63,10 @@ def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1e3:.2f}"
 
 
+def _mb(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1e6:.1f}"
+
+
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1f}%"
 
@@ -116,11 +120,13 @@ def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         f"{SPEED_PROBE_N}^3 product timed just before the case (calibration recorded "
         f"{calibrated_speed(summary)}), the machine's drift. "
         "error = (predicted / measured - 1) x 100: negative means the prediction is too fast.",
+        "fresh MB = memory first-touched per step (minor page faults x page size: what the allocator returned "
+        "to the kernel and took again; the model charges it only for tensors of 32 MiB and more). "
         "Per-kind columns: predicted vs torch.profiler self time (ms per step), the three kinds with the "
         "largest absolute difference; 'other' is profiled time the kind table does not attribute.", "",
-        "| model | mode | batch | predicted ms | measured ms | spread | load | speed | error | worst kinds "
-        "(pred vs meas ms) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| model | mode | batch | predicted ms | measured ms | spread | load | speed | fresh MB | error | worst "
+        "kinds (pred vs meas ms) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for res in results:
         mode = "train" if res["train"] else "infer"
@@ -129,6 +135,7 @@ def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
             lines.append(f"| {res['model']} | {mode} | {run['batch_size']} | {_ms(run['predicted_s'])} | "
                          f"{_ms(run['measured_s'])} | {'-' if spread is None else f'{spread:.0%}'} | "
                          f"{run['load_avg_1min']:.1f} | {run['speed_probe_flops_per_s'] / 1e9:.0f} | "
+                         f"{_mb(run['fresh_page_bytes_per_step'])} | "
                          f"{_pct(run['error_pct'])} | {worst_kinds(run)} |")
     met = "met" if summary["median_target_met"] else "NOT met"
     worst_met = "met" if summary["worst_target_met"] else "NOT met"

@@ -234,6 +234,14 @@ class Run:
     profiled_step_s: float
     """Sum of the profiler's per-kind self times for one step (profiler overhead included)."""
     layers: tuple[LayerRow, ...] = ()
+    fresh_page_bytes: float | None = None
+    """Measured bytes of freshly mapped memory first-touched per step (see fresh_page_bytes_per_step)."""
+
+    @property
+    def fresh_page_s(self) -> float | None:
+        """Those bytes at the calibrated first-touch rate: the step time the allocator costs."""
+        rate = self.prediction.ceilings.page_fault_bytes_per_s
+        return self.fresh_page_bytes / rate if self.fresh_page_bytes is not None and rate else None
 
     @property
     def predicted_s(self) -> float:
@@ -361,19 +369,41 @@ def _measure_step(step: Callable[[], Any], device: Any, label: str, budget_s: fl
     return Timer(step, label=label, budget_s=budget, min_repeats=repeats, sync=sync).measure()
 
 
+FAULT_COUNT_STEPS = 3
+"""Steps over which minor page faults are counted, after timing (the allocator is in its steady state)."""
+
+
+def fresh_page_bytes_per_step(step: Callable[[], Any], steps: int = FAULT_COUNT_STEPS) -> float | None:
+    """Bytes of freshly mapped memory a step first-touches (minor page faults x page size): what glibc's
+    allocator returned to the kernel since the last step and took back (mmap'd large tensors, a trimmed
+    heap top). The cost model charges tensors of 32 MiB and more; this shows what a step really pays.
+    None where the platform has no getrusage."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(steps):
+        step()
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    return faults * resource.getpagesize() / steps
+
+
 def _measure_batch(module: Any, step: Callable[[], Any], device: Any, label: str, budget_s: float, repeats: int,
-                   kind_steps: int, per_layer: bool) -> tuple[Any, dict[str, float], dict[str, float]]:
-    """The timed step, the profiler's seconds per kind, and (when asked) forward seconds per leaf module."""
+                   kind_steps: int, per_layer: bool) -> tuple[Any, float | None, dict[str, float], dict[str, float]]:
+    """The timed step, the bytes it first-touches, the profiler's seconds per kind, and (when asked) forward
+    seconds per leaf module."""
     from roofline.live import time_by_kind
 
     torch = _torch()
     try:
         measurement = _measure_step(step, device, label, budget_s, repeats)
+        fresh = fresh_page_bytes_per_step(step)
         kinds = time_by_kind(step, device, kind_steps) if kind_steps else {}
         layers = layer_times(module, step, device, max(kind_steps, 1)) if per_layer else {}
     except torch.cuda.OutOfMemoryError:
         raise RooflineError(f"{label}: out of GPU memory; use a smaller --batch or a 16-bit --precision") from None
-    return measurement, kinds, layers
+    return measurement, fresh, kinds, layers
 
 
 def validate(req: ModelRequest, device_name: str, batches: list[int], precision_name: str = "fp32",
@@ -411,12 +441,12 @@ def validate(req: ModelRequest, device_name: str, batches: list[int], precision_
         example = live_input(req, module, batch)
         step = make_step(single_output(module) if train else module, example, device, precision.name, train,
                          optimizer)
-        measurement, measured_kinds, measured_layers = _measure_batch(
+        measurement, fresh, measured_kinds, measured_layers = _measure_batch(
             module, step, device, f"{name} batch {batch}", budget_s, repeats, kind_steps, per_layer)
         warnings.extend(measurement.warnings)
         layers = layer_rows(prediction, measured_layers) if per_layer else ()
         runs.append(Run(batch, prediction, measurement, kind_rows(predicted_by_kind(prediction), measured_kinds),
-                        sum(measured_kinds.values()), layers))
+                        sum(measured_kinds.values()), layers, fresh))
     return Validation(name, device_name, precision.name, train, optimizer, choice, environment, runs, warnings)
 
 
@@ -435,6 +465,7 @@ def run_dict(run: Run, per_layer: bool) -> dict[str, Any]:
         "measured_samples_per_s": run.batch_size / run.measured_s,
         "predicted_host_s": run.prediction.host_s, "predicted_device_s": run.prediction.device_s,
         "profiled_step_s": run.profiled_step_s,
+        "fresh_page_bytes_per_step": run.fresh_page_bytes, "fresh_page_s_per_step": run.fresh_page_s,
         "by_kind": [{"kind": k.kind, "predicted_s": k.predicted_s, "measured_s": k.measured_s,
                      "error_pct": k.error_pct} for k in run.by_kind],
     }

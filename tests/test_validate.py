@@ -75,6 +75,7 @@ def test_live_cpu_inference_contract(capsys, no_calibration):
         assert run["repeats"] >= 3 and len(run["samples_s"]) == run["repeats"]
         kinds = {k["kind"]: k for k in run["by_kind"]}
         assert kinds["conv2d"]["predicted_s"] > 0 and kinds["conv2d"]["measured_s"] > 0
+        assert run["fresh_page_bytes_per_step"] is None or run["fresh_page_bytes_per_step"] >= 0
     # A plain perf_counter loop over the same network: roofline's fastest sample must be the same order of
     # magnitude as the loop's fastest call (minima, because interference on a shared machine only slows
     # samples; factor 5 either way catches a unit, per-call or warm-up error, not noise).
@@ -134,3 +135,14 @@ def test_live_cuda_inference(capsys):
     run = out["runs"][0]
     assert run["measured_s"] > 0 and run["error_pct"] == pytest.approx((run["predicted_s"] / run["measured_s"] - 1)
                                                                         * 100)
+
+
+def test_fresh_pages_count_what_a_step_maps_anew():
+    pytest.importorskip("resource")
+    from roofline.validate import fresh_page_bytes_per_step
+
+    size = 64 * 2**20  # above glibc's largest mmap threshold: every allocation is a fresh mapping
+    kept = torch.empty(size // 4)
+    assert fresh_page_bytes_per_step(lambda: torch.empty(size // 4).fill_(1.0)) >= 0.9 * size
+    kept.fill_(0.0)
+    assert fresh_page_bytes_per_step(lambda: kept.fill_(1.0)) < 0.1 * size

@@ -18,6 +18,13 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:+.1f}%"
 
 
+def _fresh(run: dict[str, Any]) -> str:
+    nbytes, seconds = run.get("fresh_page_bytes_per_step"), run.get("fresh_page_s_per_step")
+    if nbytes is None:
+        return "-"
+    return format_si(nbytes, "B") + (f" ({format_si(seconds, 's')})" if seconds else "")
+
+
 def render_validation(out: dict[str, Any], console: Console) -> None:
     mode = f"training step ({out['optimizer']})" if out["train"] else "inference step"
     prof = out["profile"]
@@ -28,13 +35,16 @@ def render_validation(out: dict[str, Any], console: Console) -> None:
                   + f"; torch {env.get('torch_version')}, {out['threads']} threads "
                   f"({env.get('cpus_available')} CPUs available)")
     t = Table(title="predicted vs measured step (median of repeats; error = predicted/measured - 1)")
-    for col in ("batch", "predicted", "measured", "IQR", "repeats", "error"):
+    for col in ("batch", "predicted", "measured", "IQR", "repeats", "error", "fresh pages"):
         t.add_column(col, justify="right")
     for r in out["runs"]:
         t.add_row(str(r["batch_size"]), format_si(r["predicted_s"], "s"), format_si(r["measured_s"], "s"),
                   format_si(r["measured_iqr_s"], "s"), f"{r['repeats']}x{r['steps_per_sample']}",
-                  _pct(r["error_pct"]))
+                  _pct(r["error_pct"]), _fresh(r))
     console.print(t)
+    if any(r["fresh_page_bytes_per_step"] for r in out["runs"]):
+        console.print("  fresh pages: bytes per step the allocator gave back to the kernel and took again, "
+                      "first-touched (page faults), and their time at the calibrated rate")
     console.print(f"  median |error| {out['median_abs_error_pct']:.1f}%, worst {out['max_abs_error_pct']:.1f}%")
     last = out["runs"][-1]
     if last["by_kind"]:
