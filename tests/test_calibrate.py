@@ -101,3 +101,15 @@ def test_quick_calibration_end_to_end(tmp_path):
     assert again.returncode == 2
     assert again.stdout == "" and "--force" in again.stderr
     assert load_profile.__wrapped__(out) == profile
+
+
+def test_remeasured_bandwidth_keeps_the_faster_window():
+    from types import SimpleNamespace
+
+    def point(kernel, size, rate):
+        return SimpleNamespace(kernel=kernel, working_set_bytes=size, bytes_per_s=rate)
+
+    first = [point("copy", 64, 30e9), point("add", 64, 36e9), point("copy", 8, 150e9)]
+    second = [point("copy", 64, 35e9), point("add", 64, 33e9)]
+    kept = calibrate._faster_points(first, second)
+    assert [p.bytes_per_s for p in kept] == [35e9, 36e9, 150e9]
