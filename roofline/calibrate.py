@@ -15,7 +15,7 @@ import re
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -226,27 +226,34 @@ def base_profile(device: str, hw: str | None = None) -> Profile:
     return detect_cpu()
 
 
-def _confirm_sizes(points: list[Any]) -> list[int]:
-    """The sizes whose rate sets the peak and the curve's top: the best one and the largest."""
-    return sorted({max(points, key=lambda p: p.flops_per_s).n, points[-1].n}) if points else []
+def _confirm_sizes(points: list[Any], dtype: str) -> list[int]:
+    """The sizes measured again: all of fp32's (its curve sets every fp32 GEMM and convolution the cost model
+    prices), and for other dtypes the ones that set the peak and the curve's top (the best and the largest)."""
+    if not points:
+        return []
+    if dtype == "fp32":
+        return [p.n for p in points]
+    return sorted({max(points, key=lambda p: p.flops_per_s).n, points[-1].n})
 
 
 def _confirmed(first: list[Any], second: list[Any]) -> list[Any]:
-    """Each size keeps the faster of its two measurements, taken seconds apart: on a shared machine a
-    neighbour's burst can slow one whole measurement window (fp32 peaks of 197 and 121 GFLOP/s in two
-    back-to-back runs here), and interference only ever slows a sample."""
+    """Each size re-measured seconds later takes the median of both windows' samples: this shared machine's
+    speed swings between two states within a second (a 512^3 fp32 product: ~95 or ~160 GFLOP/s), so one
+    window can land in either, and a step of a model, timed over many such swings, runs at the typical
+    speed, not the best one."""
     again = {p.n: p for p in second}
-    return [again[p.n] if p.n in again and again[p.n].flops_per_s > p.flops_per_s else p for p in first]
+    return [replace(p, measurement=p.measurement.merged(again[p.n].measurement)) if p.n in again else p
+            for p in first]
 
 
-def _faster_points(first: list[Any], second: list[Any]) -> list[Any]:
-    """Bandwidth points re-measured seconds later keep the faster figure per (kernel, working set), as GEMM
-    peaks do (`_confirmed`): a neighbour's memory traffic only ever slows a window."""
+def _pooled_points(first: list[Any], second: list[Any]) -> list[Any]:
+    """Bandwidth points re-measured seconds later pool both windows' samples per (kernel, working set), as
+    GEMM sizes do (`_confirmed`)."""
     again = {(p.kernel, p.working_set_bytes): p for p in second}
     out = []
     for p in first:
         q = again.get((p.kernel, p.working_set_bytes))
-        out.append(q if q is not None and q.bytes_per_s > p.bytes_per_s else p)
+        out.append(replace(p, measurement=p.measurement.merged(q.measurement)) if q is not None else p)
     return out
 
 
@@ -298,6 +305,8 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     on_step("conv")
     conv_results = [conv.measure(s, plan.device, plan.conv_budget_s) for s in conv.shapes(plan.quick)]
     measurements += [m for r in conv_results for m in (r.measurement, r.training)]
+    conv_fixed, fixed_measurements = conv.fixed_costs(plan.device, plan.conv_budget_s)
+    measurements += fixed_measurements
 
     conversion: dict[str, float] = {}
     if plan.device == "cpu":
@@ -308,7 +317,8 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
 
     on_step("confirm")
     for key in [k for k in curves if k.startswith("torch")]:
-        second = gemm.sweep("torch", key.split()[1], _confirm_sizes(curves[key]), device=plan.device,
+        dtype = key.split()[1]
+        second = gemm.sweep("torch", dtype, _confirm_sizes(curves[key], dtype), device=plan.device,
                             llc_bytes=llc, budget_s=plan.gemm_budget_s)
         measurements += [p.measurement for p in second]
         curves[key] = _confirmed(curves[key], second)
@@ -316,7 +326,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     again = memory.cuda_sweep(top, budget_s=plan.memory_budget_s) if plan.device == "cuda" else memory.sweep(
         top, [k for k in plan.memory_kernels if k != "triad"], budget_s=plan.memory_budget_s)
     measurements += [p.measurement for p in again]
-    points = _faster_points(points, again)
+    points = _pooled_points(points, again)
     plateaus = memory.plateaus(points, totals)
     caches, dram = _plateau_caches(plateaus, warnings)
     details["bandwidth"] = [{"kernel": p.kernel, "working_set_bytes": p.working_set_bytes,
@@ -328,7 +338,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
                        for key, c in curves.items()}
 
     fp32_fit = fit_gemm_curve(monotone_curve([(p.n, p.flops_per_s) for p in curves["torch fp32"]]))
-    conv_eff, conv_fixed = conv.efficiencies(conv_results, fp32_fit, peak["fp32"])
+    conv_eff = conv.efficiencies(conv_results, conv_fixed, fp32_fit, peak["fp32"])
     details["conv"] = [{"kind": r.shape.key, "flops": r.shape.flops, "flops_per_s": r.flops_per_s}
                        for r in conv_results]
 

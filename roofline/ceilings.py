@@ -48,6 +48,9 @@ class Ceilings:
     """SIMD / CUDA-core peak for the compute dtype (fp32's when the dtype has no native vector path)."""
     alignment_elements: int | None
     """Tensor-core alignment for the compute dtype (GEMM dims must be multiples)."""
+    threads: int = 1
+    """Host threads the framework computes with (the calibration's torch thread count, else the cores): PyTorch
+    picks some CPU kernels by it (`roofline.costmodel.cpu_conv_backend`)."""
     gemm_curve: tuple[tuple[int, float], ...] = ()
     """Measured (n, FLOP/s) for square GEMMs at this dtype: small products do not reach peak."""
     gemm_fit: GemmFit | None = None
@@ -72,7 +75,10 @@ class Ceilings:
     host_link_bytes_per_s: float | None = None
     host_link_pageable_bytes_per_s: float | None = None
     provenance: dict[str, str] = field(default_factory=dict)
-    """figure -> 'datasheet' | 'derived' | 'measured'."""
+    """figure -> 'datasheet' | 'derived' | 'measured' (this machine) | 'published measurement' (the device
+    model, measured elsewhere, with its source in the profile)."""
+    datasheet: dict[str, float] = field(default_factory=dict)
+    """The vendor's figures the applied ones replace ('matrix_flops_per_s', 'dram_bandwidth'), for display."""
 
     @property
     def dram(self) -> Level:
@@ -221,6 +227,11 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
         else:
             vector_value = best
             provenance["vector_flops_per_s"] = "measured"
+    elif isinstance(profile, GpuProfile) and dtype in profile.tensor_cores:
+        sustained = profile.tensor_cores[dtype].sustained_flops_per_s
+        if sustained is not None:
+            matrix_value = sustained.value
+            provenance["matrix_flops_per_s"] = "published measurement"
     alignment = None
     if isinstance(profile, GpuProfile) and dtype in profile.tensor_cores:
         alignment = profile.tensor_cores[dtype].alignment_elements
@@ -229,6 +240,10 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
         provenance["gemm_curve"] = "measured"
     levels = tuple(Level(*lv) for lv in memory_levels(profile))
     provenance["dram_bandwidth"] = "measured" if measured else "datasheet"
+    sustained_dram = profile.memory.sustained_bandwidth_bytes_per_s
+    if not measured and sustained_dram is not None:
+        levels = (*levels[:-1], Level(levels[-1].name, levels[-1].capacity_bytes, sustained_dram.value))
+        provenance["dram_bandwidth"] = "published measurement"
     o = profile.overheads
     dispatch = o.framework_dispatch_s.value
     if measured and measured.framework_dispatch_s:
@@ -246,8 +261,10 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
     units = int(profile.compute.sm_count.value) if isinstance(profile, GpuProfile) else int(
         profile.compute.cores.value * profile.compute.sockets)
     is_gpu = isinstance(profile, GpuProfile)
+    threads = measured.environment.get("torch_threads") if measured else None
     return Ceilings(
-        device=profile.name, is_gpu=is_gpu, units=units, compute_dtype=dtype,
+        device=profile.name, is_gpu=is_gpu, units=units,
+        threads=int(threads) if isinstance(threads, int | float) and threads else units, compute_dtype=dtype,
         matrix_flops_per_s=matrix_value, vector_flops_per_s=vector_value, alignment_elements=alignment,
         gemm_curve=curve, gemm_fit=fit_gemm_curve(curve),
         skinny_gemm=tuple((p.small, p.other, p.flops_per_s) for p in measured.skinny_gemm_fp32)
@@ -262,4 +279,6 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
         else {},
         launch_s=launch, sync_s=sync, host_link_bytes_per_s=link,
         host_link_pageable_bytes_per_s=pageable, provenance=provenance,
+        datasheet={"dram_bandwidth": profile.memory.bandwidth_bytes_per_s.value,
+                   **({"matrix_flops_per_s": matrix.value} if matrix else {})},
     )

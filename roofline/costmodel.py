@@ -197,14 +197,45 @@ def _efficiency_key(c: Ceilings, kind: str, pass_: str) -> str | None:
     return kind if kind in c.conv_efficiency else None
 
 
-def _conv_fixed_s(c: Ceilings, key: str, pass_: str, call_s: float) -> float:
-    """A convolution call's fitted fixed cost beyond the per-call host time charged separately; the two
-    gradient passes were timed as one call (PyTorch's convolution_backward), so each takes half."""
-    fixed = c.conv_fixed_s.get(key)
+MKLDNN_MIN_ELEMENTS = 20480
+"""PyTorch takes its oneDNN convolution for a batch-1, 1x1-or-3x3 input only above this many input elements
+(ConvParams::use_mkldnn, aten/src/ATen/native/Convolution.cpp: 'for some case, native is faster')."""
+
+
+def cpu_conv_backend(op: Op, threads: int) -> str:
+    """Which PyTorch CPU kernel runs an fp32 convolution: 'mkldnn' (oneDNN, a fixed cost of several primitive
+    calls, see `roofline.bench.conv.FIXED_PROBES`) or 'slow2d' (im2col and one BLAS product, a plain call).
+    ConvParams::use_mkldnn: oneDNN when (strided or dilated or batch >= 16 or not 1x1 or more than one
+    thread) and (grouped or a kernel larger than 3x3 in both sides or batch > 1 or more than 20480 input
+    elements); checked against torch._C._select_conv_backend on torch 2.13."""
+    stride, dilation = tuple(op.stride), tuple(op.dilation)  # type: ignore[attr-defined]
+    r, s, n = op.r, op.s, op.n  # type: ignore[attr-defined]
+    one_by_one = r == 1 and s == 1
+    takes = stride != (1, 1) or dilation != (1, 1) or n >= 16 or not one_by_one or threads > 1
+    worth = (op.groups > 1 or (r > 3 and s > 3) or n > 1  # type: ignore[attr-defined]
+             or n * op.c * op.h * op.w > MKLDNN_MIN_ELEMENTS)  # type: ignore[attr-defined]
+    return "mkldnn" if takes and worth else "slow2d"
+
+
+def _fixed_key(kind: str, pass_: str, c: Ceilings, ctx: CostContext) -> str:
+    """The measured fixed cost that applies: per kind, layout (':nchw' on a CPU without channels_last: two
+    more reorder primitives per call) and direction (':backward' for the gradient passes)."""
+    layout = ":nchw" if not c.is_gpu and not ctx.channels_last else ""
+    return f"{kind}{layout}{':backward' if pass_ != 'forward' else ''}"
+
+
+def _conv_fixed_s(op: Op, kind: str, pass_: str, call_s: float, ctx: CostContext) -> float:
+    """A convolution call's measured fixed cost beyond the per-call host time charged separately; the two
+    gradient passes were timed as one call (PyTorch's convolution_backward), so each takes half. PyTorch's
+    batch-1 fallback (`cpu_conv_backend` 'slow2d') is one BLAS call: the GEMM fit's fixed cost applies."""
+    c = ctx.ceilings
+    fit_fixed = max(0.0, c.gemm_fit.t0_s - c.dispatch_s) if c.gemm_fit else 0.0
+    if not c.is_gpu and cpu_conv_backend(op, c.threads) == "slow2d":
+        return fit_fixed
+    fixed = c.conv_fixed_s.get(_fixed_key(kind, pass_, c, ctx))
     if fixed is None:
-        fit = c.gemm_fit
-        return max(0.0, fit.t0_s - c.dispatch_s) if fit and not key.startswith("depthwise") else 0.0
-    return max(0.0, fixed - call_s) / (2 if key.endswith(":backward") else 1)
+        return fit_fixed if kind != "depthwise" else 0.0
+    return max(0.0, fixed - call_s) / (2 if pass_ != "forward" else 1)
 
 
 def skinny_gemm_rate(view: GemmView, c: Ceilings) -> float | None:
@@ -231,7 +262,7 @@ def layout_conversion_s(op: Op, pass_: str, act_bytes: float, ctx: CostContext) 
     calibration's, from the last-level cache when the tensors and their converted copies fit there."""
     c = ctx.ceilings
     rates = c.layout_conversion_bytes_per_s
-    if op.kind != "conv2d" or c.is_gpu or ctx.channels_last or not rates:
+    if op.kind != "conv2d" or c.is_gpu or ctx.channels_last or not rates or cpu_conv_backend(op, c.threads) == "slow2d":
         return 0.0
     if op.depthwise and _depthwise_kind(c, ctx, pass_) == "depthwise:nchw":  # type: ignore[attr-defined]
         return 0.0  # measured in NCHW, conversion included
@@ -257,6 +288,9 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     depthwise = op.kind == "conv2d" and conv_kind(op) == "depthwise"
     compute_s = 0.0
     l2_bytes = 0.0
+    slow2d = op.kind == "conv2d" and not c.is_gpu and cpu_conv_backend(op, c.threads) == "slow2d"
+    if slow2d:
+        notes.append("PyTorch's batch-1 fallback convolution: im2col and one BLAS product, no oneDNN call")
     if views and not depthwise:
         path = ""
         for view in views:
@@ -271,13 +305,13 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
                 compute_s += max(view.flops / skinny - c.dispatch_s, view.flops / rate)
             elif c.gemm_fit and not why:
                 fit, reuse = c.gemm_fit, view.equivalent_n
-                key = _efficiency_key(c, kind, pass_) if kind else None
+                key = _efficiency_key(c, kind, pass_) if kind and not slow2d else None
                 efficiency = c.conv_efficiency[key] if key else 1.0
                 if key:
                     notes.append(f"measured {key} convolution: {efficiency:.0%} of a GEMM of equal reuse "
                                  f"(n = {reuse:.0f})")
                 # fixed costs per call include the dispatch that host_s charges already
-                fixed = _conv_fixed_s(c, key, pass_, call_s) if key else max(0.0, fit.t0_s - c.dispatch_s)
+                fixed = _conv_fixed_s(op, kind, pass_, call_s, ctx) if kind else max(0.0, fit.t0_s - c.dispatch_s)
                 t = fixed + view.flops / (fit.rate(reuse) * efficiency)
                 compute_s += max(t, view.flops / rate)
             else:
@@ -294,7 +328,7 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
         fixed = 0.0
         if key:
             rate *= c.conv_efficiency[key]
-            fixed = _conv_fixed_s(c, key, pass_, call_s)
+            fixed = _conv_fixed_s(op, "depthwise", pass_, call_s, ctx)
             notes.append(f"measured {key} efficiency {c.conv_efficiency[key]:.0%}")
         elif depthwise:
             notes.append("depthwise: no channel reduction, direct stencil on vector units")

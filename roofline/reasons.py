@@ -57,19 +57,33 @@ def feed_reason(profile: Profile) -> dict[str, Any]:
                      "(from registers and caches) to keep them busy.")}
 
 
+def _sustained_note(c: Any, figure: str, unit: float, unit_name: str) -> str:
+    """'published measurement, datasheet X' where the applied figure is not the vendor's, else ''."""
+    where = c.provenance.get(figure)
+    sheet = c.datasheet.get(figure)
+    if where in (None, "datasheet", "derived", "none") or sheet is None:
+        return ""
+    return f"{where}, datasheet {sheet / unit:.0f} {unit_name}"
+
+
 def roofline_reason(p: StepPrediction, p1: StepPrediction) -> dict[str, Any]:
     ridge = _ridge(p)
     ai, ai1 = p.flops / p.bytes, p1.flops / p1.bytes
     c = p.ceilings
     peak = c.matrix_flops_per_s or c.vector_flops_per_s
     side = "compute" if ai >= ridge else "memory"
+    peak_note = _sustained_note(c, "matrix_flops_per_s", 1e12, "TFLOP/s") if c.matrix_flops_per_s else ""
+    feed_note = _sustained_note(c, "dram_bandwidth", 1e9, "GB/s")
+    peak_text = f"{peak / 1e12:.1f} TFLOP/s ({c.compute_dtype}{'; ' + peak_note if peak_note else ''})"
+    feed_text = f"{c.dram.bandwidth_bytes_per_s / 1e9:.0f} GB/s{f' ({feed_note})' if feed_note else ''}"
     return {
         "kind": "roofline", "ridge_point_flop_per_byte": ridge, "peak_flops_per_s": peak,
         "memory_bandwidth_bytes_per_s": c.dram.bandwidth_bytes_per_s,
+        "peak_provenance": c.provenance.get("matrix_flops_per_s" if c.matrix_flops_per_s else "vector_flops_per_s"),
+        "memory_bandwidth_provenance": c.provenance.get("dram_bandwidth"),
         "intensity_at_batch_1": ai1, "intensity_at_recommended": ai, "batch_size": p.batch_size,
-        "text": (f"{p.device} reaches {peak / 1e12:.1f} TFLOP/s ({c.compute_dtype}) but memory feeds "
-                 f"{c.dram.bandwidth_bytes_per_s / 1e9:.0f} GB/s: an op needs {ridge:.0f} FLOP per byte to "
-                 f"be compute-bound. The model does {ai1:.1f} FLOP/byte at batch 1 and {ai:.1f} at batch "
+        "text": (f"{p.device} sustains {peak_text} but memory feeds {feed_text}: an op needs {ridge:.0f} FLOP per "
+                 f"byte to be compute-bound. The model does {ai1:.1f} FLOP/byte at batch 1 and {ai:.1f} at batch "
                  f"{p.batch_size}, so on average it sits on the {side} side; weights are read once per "
                  f"batch, so batching raises intensity until activations dominate the bytes."),
     }

@@ -103,13 +103,16 @@ def test_quick_calibration_end_to_end(tmp_path):
     assert load_profile.__wrapped__(out) == profile
 
 
-def test_remeasured_bandwidth_keeps_the_faster_window():
-    from types import SimpleNamespace
+def test_remeasured_bandwidth_pools_both_windows_samples():
+    from roofline.bench.memory import BandwidthPoint
+    from roofline.bench.timing import Measurement
 
-    def point(kernel, size, rate):
-        return SimpleNamespace(kernel=kernel, working_set_bytes=size, bytes_per_s=rate)
+    def point(kernel, size, *samples):
+        return BandwidthPoint(kernel, size, Measurement("bw", tuple(samples), 1, "budget", work=1.0))
 
-    first = [point("copy", 64, 30e9), point("add", 64, 36e9), point("copy", 8, 150e9)]
-    second = [point("copy", 64, 35e9), point("add", 64, 33e9)]
-    kept = calibrate._faster_points(first, second)
-    assert [p.bytes_per_s for p in kept] == [35e9, 36e9, 150e9]
+    # copy@64: samples 1, 2, 9 (first window) and 3, 4 (second) -> median of 1, 2, 3, 4, 9 = 3 s
+    first = [point("copy", 64, 1.0, 2.0, 9.0), point("copy", 8, 5.0)]
+    second = [point("copy", 64, 3.0, 4.0)]
+    kept = calibrate._pooled_points(first, second)
+    assert [p.measurement.median for p in kept] == [3.0, 5.0]
+    assert kept[0].measurement.samples_s == (1.0, 2.0, 9.0, 3.0, 4.0)

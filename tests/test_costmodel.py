@@ -25,11 +25,6 @@ V100_FP16_VECTOR = 2 * V100_FP32_VECTOR  # half2: fp16_to_fp32_ratio 2 -> 31.33e
 
 
 @pytest.fixture(scope="module")
-def v100():
-    return load_profile(SHIPPED_DIR / "gpu" / "v100-sxm2-16gb.yaml")
-
-
-@pytest.fixture(scope="module")
 def textbook():
     return load_profile(SHIPPED_DIR / "cpu" / "textbook-cpu.yaml")
 

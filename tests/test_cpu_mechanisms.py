@@ -2,6 +2,7 @@
 per-kind dispatch, kernel streaming rates and NCHW layout conversion (checked with hand arithmetic on the
 textbook CPU)."""
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -93,16 +94,32 @@ def test_depthwise_layers_take_their_own_measured_call_cost(textbook):
     assert op_cost(grouped, "forward", CostContext(c, 4, 4)).host_s == pytest.approx(8e-6)
 
 
-def test_convolution_fixed_cost_and_efficiency_are_recovered_from_synthetic_timings():
-    from roofline.bench.conv import fit_fixed_and_efficiency
+def test_convolution_efficiency_takes_out_the_measured_fixed_cost():
+    from roofline.bench.conv import efficiency
 
-    # t = 40 us + ideal / 0.5 at three sizes: the fit returns both exactly
-    points = [(x, 40e-6 + x / 0.5) for x in (10e-6, 100e-6, 1e-3)]
-    fixed, efficiency = fit_fixed_and_efficiency(points, default_fixed_s=3e-6)
-    assert fixed == pytest.approx(40e-6) and efficiency == pytest.approx(0.5)
-    # one shape: the default fixed cost, the efficiency from what is left
-    fixed, efficiency = fit_fixed_and_efficiency([(100e-6, 203e-6)], default_fixed_s=3e-6)
-    assert fixed == pytest.approx(3e-6) and efficiency == pytest.approx(0.5)
+    # t = 40 us + ideal / 0.5 at two sizes whose work dominates: both give 0.5
+    assert efficiency([(100e-6, 40e-6 + 200e-6), (1e-3, 40e-6 + 2e-3)], fixed_s=40e-6) == pytest.approx(0.5)
+    # a shape that is mostly fixed cost (10 us of work in 50 us) does not set the efficiency
+    assert efficiency([(5e-6, 50e-6), (1e-3, 40e-6 + 2e-3)], fixed_s=40e-6) == pytest.approx(0.5)
+    # when no shape is mostly work, all of them count: geometric mean of 10/20 and 20/20
+    assert efficiency([(10e-6, 60e-6), (20e-6, 60e-6)], fixed_s=40e-6) == pytest.approx(math.sqrt(0.5))
+
+
+def test_pytorch_cpu_convolution_backend_choice():
+    from roofline.costmodel import cpu_conv_backend
+    from roofline.ops import Conv2d
+
+    # checked against torch._C._select_conv_backend (torch 2.13, 2 threads / 1 thread)
+    se_fc = Conv2d("fc", n=1, c=240, h=1, w=1, k=960, r=1, s=1)
+    assert cpu_conv_backend(se_fc, 2) == "slow2d"  # batch 1, 240 input elements <= 20480
+    assert cpu_conv_backend(Conv2d("fc", n=2, c=8, h=1, w=1, k=16, r=1, s=1), 2) == "mkldnn"  # batch > 1
+    assert cpu_conv_backend(Conv2d("fc", n=2, c=8, h=1, w=1, k=16, r=1, s=1), 1) == "slow2d"  # 1x1, 1 thread
+    # 20 x 32 x 32 = 20480 input elements stays on the fallback, 21 channels (21504) goes to oneDNN
+    assert cpu_conv_backend(Conv2d("pw", n=1, c=20, h=32, w=32, k=72, r=1, s=1), 2) == "slow2d"
+    assert cpu_conv_backend(Conv2d("pw", n=1, c=21, h=32, w=32, k=72, r=1, s=1), 2) == "mkldnn"
+    assert cpu_conv_backend(Conv2d("c3", n=1, c=16, h=4, w=4, k=16, r=3, s=3, pad=1), 2) == "slow2d"
+    assert cpu_conv_backend(Conv2d("c5", n=1, c=16, h=4, w=4, k=16, r=5, s=5, pad=2), 2) == "mkldnn"
+    assert cpu_conv_backend(Conv2d("dw", n=1, c=16, h=4, w=4, k=16, r=3, s=3, pad=1, groups=16), 2) == "mkldnn"
 
 
 def test_convolution_charges_its_fixed_cost_beyond_the_host_time_once_per_pass(textbook):
@@ -110,26 +127,26 @@ def test_convolution_charges_its_fixed_cost_beyond_the_host_time_once_per_pass(t
 
     base = replace(textbook, conv_efficiency={"depthwise": 0.5, "depthwise:backward": 0.25},
                    dispatch_s_by_kind={"conv2d:depthwise": 10e-6})
-    fixed = replace(base, conv_fixed_s={"depthwise": 50e-6, "depthwise:backward": 210e-6})
+    fixed = replace(base, conv_fixed_s={"depthwise:nchw": 50e-6, "depthwise:nchw:backward": 210e-6,
+                                        "depthwise": 1.0, "depthwise:backward": 1.0})
     dw = Conv2d("dw", n=8, c=32, h=16, w=16, k=32, r=3, s=3, pad=1, groups=32, bias=False)
 
     def compute(c, pass_):
         return op_cost(dw, pass_, CostContext(c, 4, 4)).compute_s
 
-    # forward: 50 us fixed less the 10 us the host time already charges; backward: (210 - 10) / 2 per pass
+    # NCHW tensors take the NCHW probes' costs (the channels-last ones are set absurdly to show they are not
+    # used): forward 50 us fixed less the 10 us the host time already charges; backward (210 - 10) / 2 per pass
     assert compute(fixed, "forward") - compute(base, "forward") == pytest.approx(40e-6)
     assert compute(fixed, "backward_input") - compute(base, "backward_input") == pytest.approx(100e-6)
     assert compute(fixed, "backward_weight") - compute(base, "backward_weight") == pytest.approx(100e-6)
 
 
-def test_quick_calibration_keeps_both_ends_of_every_convolution_kind():
+def test_quick_calibration_keeps_the_largest_shape_of_every_convolution_kind():
     from roofline.bench.conv import SHAPES, shapes
 
     quick = shapes(quick=True)
     for key in {sh.key for sh in SHAPES}:
-        flops = sorted(sh.flops for sh in SHAPES if sh.key == key)
-        kept = sorted(sh.flops for sh in quick if sh.key == key)
-        assert kept == [flops[0], flops[-1]] if len(flops) > 1 else kept == flops
+        assert [sh.flops for sh in quick if sh.key == key] == [max(sh.flops for sh in SHAPES if sh.key == key)]
 
 
 def test_nchw_depthwise_backward_takes_its_own_measured_kernel_without_conversion(textbook):

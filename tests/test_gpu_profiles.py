@@ -219,3 +219,56 @@ def test_required_gpu_fields_are_present(stem):
     # fp16 on CUDA cores from GP100 on; bf16 from Ampere on; neither on Kepler/Maxwell
     assert ("fp16" in c.vector_dtypes) == (stem not in ("k80-gk210", "gtx-titan-x-maxwell"))
     assert ("bf16" in c.vector_dtypes) == (p.architecture.split()[0] in ("Ampere", "Ada", "Hopper"))
+
+
+# stem: (published sustained HBM bytes/s, {dtype: published sustained GEMM FLOP/s}), typed in from the sources
+# the profiles cite: BabelStream Triad (V100-PCIE-16GB 846.5 GB/s; Perlmutter A100-40GB 1376.7; Azure ND A100 v4
+# 1.70 TB/s, ND H100 v5 2.97, ND H200 v5 4.15), cuBLASLt / torch.matmul of large aligned products
+PUBLISHED = {
+    "v100-sxm2-16gb": (846.5 * G, {"fp16": 97.36 * T}),
+    "v100-pcie-16gb": (846.5 * G, {}),
+    "a100-sxm4-40gb": (1376.7 * G, {}),
+    "a100-sxm4-80gb": (1.70e12, {"fp16": 256.5 * T, "bf16": 271.2 * T}),
+    "h100-sxm5-80gb": (2.97e12, {"bf16": 794.5 * T, "fp8": 1377.3 * T}),
+    "h200-sxm-141gb": (4.15e12, {"fp8": 1366.3 * T}),
+}
+
+
+@pytest.mark.parametrize("stem", sorted(PUBLISHED))
+def test_published_measurements_replace_the_datasheet(stem):
+    from roofline.ceilings import ceilings_for
+    from roofline.precision import get_precision
+
+    profile = load_profile(SHIPPED_DIR / "gpu" / f"{stem}.yaml")
+    hbm, gemm = PUBLISHED[stem]
+    sustained = profile.memory.sustained_bandwidth_bytes_per_s
+    assert sustained is not None and sustained.value == pytest.approx(hbm)
+    assert sustained.source.startswith("measured: ") and "https://" in sustained.source
+    # a measurement cannot beat the pins, and a streaming kernel reaches most of them (84-94% here)
+    assert 0.8 < sustained.value / profile.memory.bandwidth_bytes_per_s.value < 1.0
+    for dtype, tc in profile.tensor_cores.items():
+        figure = tc.sustained_flops_per_s
+        assert (figure.value if figure else None) == (pytest.approx(gemm[dtype]) if dtype in gemm else None)
+        if figure:
+            assert figure.source.startswith("measured: ") and "https://" in figure.source
+            assert 0.6 < figure.value / tc.dense_flops_per_s.value < 1.0
+    for dtype in ("fp16", "bf16", "fp8"):
+        if dtype not in profile.tensor_cores:
+            continue
+        c = ceilings_for(profile, get_precision(dtype))
+        assert c.dram.bandwidth_bytes_per_s == pytest.approx(hbm)
+        assert c.provenance["dram_bandwidth"] == "published measurement"
+        expected = gemm.get(dtype, profile.tensor_cores[dtype].dense_flops_per_s.value)
+        assert c.matrix_flops_per_s == pytest.approx(expected)
+
+
+def test_a_calibration_of_this_gpu_outranks_the_published_measurements():
+    from roofline.ceilings import ceilings_for
+    from roofline.hardware.schema import Measured
+    from roofline.precision import get_precision
+
+    a100 = load_profile(SHIPPED_DIR / "gpu" / "a100-sxm4-80gb.yaml")
+    measured = Measured(peak_flops={"fp16": 240e12}, memory_bandwidth=1.6e12, environment={"gpu_model": "A100"})
+    c = ceilings_for(a100.model_copy(update={"measured": measured}), get_precision("fp16"))
+    assert (c.matrix_flops_per_s, c.dram.bandwidth_bytes_per_s) == (240e12, 1.6e12)
+    assert c.provenance["matrix_flops_per_s"] == c.provenance["dram_bandwidth"] == "measured"

@@ -63,10 +63,11 @@ def test_batch_list_and_throughput_grows(capsys):
 def test_op_spec_closed_form(capsys):
     out = run_json(capsys, "predict", "--op", "gemm(m=8192,n=8192,k=8192)", "--gpu", "v100", "--precision", "fp16")
     (layer,) = out["layers"]
-    # 2 x 8192^3 = 1.0995e12 FLOP at V100's 125e12 fp16 tensor FLOP/s = 8.80 ms
+    # 2 x 8192^3 = 1.0995e12 FLOP at the 97.36e12 fp16 FLOP/s a torch.matmul of this size measured on a
+    # V100-SXM2-16GB (the profile's published measurement; the datasheet's 125e12 is not sustained) = 11.29 ms
     assert layer["flops"] == 2 * 8192**3
     assert layer["bound"] == "compute"
-    assert out["step_time_s"] == pytest.approx(2 * 8192**3 / 125e12, rel=0.03)
+    assert out["step_time_s"] == pytest.approx(2 * 8192**3 / 97.36e12, rel=0.03)
 
 
 def test_training_step_slower_than_inference(capsys):

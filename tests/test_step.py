@@ -18,11 +18,6 @@ LAYERS, WIDTH, ROWS = 4, 4096, 8192
 PARAMS = LAYERS * WIDTH * WIDTH  # 4 x 4096^2 = 67,108,864 weights, no biases
 
 
-@pytest.fixture(scope="module")
-def v100():
-    return load_profile(SHIPPED_DIR / "gpu" / "v100-sxm2-16gb.yaml")
-
-
 def deep_mlp(rows: int = ROWS, input_bytes: int = 0) -> Workload:
     ops = [Linear(f"fc{i}", batch=rows, in_features=WIDTH, out_features=WIDTH, bias=False) for i in range(LAYERS)]
     return Workload(name="mlp", batch=rows, ops=ops, input_bytes=input_bytes)
@@ -71,11 +66,11 @@ def test_momentum_and_adam_stream_more_state(v100):
     assert adam.optimizer_s > sgd.optimizer_s
 
 
-def test_gpu_host_and_device_overlap_cpu_adds():
+def test_gpu_host_and_device_overlap_cpu_adds(v100):
     # 100 tiny GEMMs: each 10 us of host dispatch, ~5 us of device launch floor on the GPU
     ops = [Gemm(f"g{i}", m=8, n=8, k=8) for i in range(100)]
     wl = Workload(name="tiny", batch=1, ops=ops, input_bytes=0)
-    gpu = step(load_profile(SHIPPED_DIR / "gpu" / "v100-sxm2-16gb.yaml"), "fp32", wl)
+    gpu = step(v100, "fp32", wl)
     cpu = step(load_profile(SHIPPED_DIR / "cpu" / "textbook-cpu.yaml"), "fp32", wl)
     # GPU: max(host 100 x 10 us, device 100 x 5 us) = 1 ms; CPU: 1 ms of dispatch + the compute itself
     assert gpu.step_time_s == pytest.approx(100 * 1e-5)

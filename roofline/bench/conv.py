@@ -19,7 +19,7 @@ here against 13 GB/s in cache).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline.bench.timing import Measurement, Timer
@@ -84,28 +84,40 @@ SHAPES = (
     ConvShape("depthwise", 16, 64, 64, 64, 3, stride=2, groups=64, channels_last=False),
     ConvShape("depthwise", 8, 240, 240, 7, 5, groups=240, channels_last=False),
     ConvShape("depthwise", 64, 576, 576, 4, 5, groups=576, channels_last=False),
-    ConvShape("depthwise", 1, 576, 576, 4, 5, groups=576, channels_last=False),
-    ConvShape("depthwise", 1, 72, 72, 28, 3, stride=2, groups=72, channels_last=False),
 )
 """ResNet-50's stage-1 and ResNet-18's last-stage 3x3; ResNet-50's stage-2 1x1; MobileNetV3's narrow 1x1
 expansions and projections, from its first stages to its last (4 x 4 pixels), and its depthwise 3x3 and 5x5
-at four stages (one strided); the ResNet 7x7/2 and MobileNetV3 3x3/2 stems. Each kind spans small and large
-shapes, so that its fixed cost per call and its efficiency are fitted apart (`fit_fixed_and_efficiency`).
-Depthwise convolutions are also timed in NCHW ('depthwise:nchw'): there PyTorch's CPU backward runs another,
-far slower kernel (3 to 25x its channels-last time here, growing with channels x taps), not a layout
-conversion around the same one, so it is measured as its own kind."""
+at four stages (one strided); the ResNet 7x7/2 and MobileNetV3 3x3/2 stems. Depthwise convolutions are also
+timed in NCHW ('depthwise:nchw'): there PyTorch's CPU backward runs another, far slower kernel (3 to 25x its
+channels-last time here, growing with channels x taps), not a layout conversion around the same one, so it
+is measured as its own kind."""
+
+FIXED_PROBES = (
+    ConvShape("1x1", 8, 16, 16, 1, 1),
+    ConvShape("3x3", 8, 16, 16, 4, 3),
+    ConvShape("depthwise", 8, 16, 16, 4, 3, groups=16),
+    ConvShape("stem", 8, 3, 16, 8, 3, stride=2),
+)
+"""The least work each kind can do on the library's path (batch 8 keeps PyTorch off its batch-1 fallback, see
+`roofline.costmodel.cpu_conv_backend`), timed in both layouts: the per-call cost every such convolution
+pays however small. Here it is 50-65 us channels-last and 90-100 us NCHW, against 8 us for the same work on
+the fallback path: each oneDNN primitive (weight reorder, convolution, and for NCHW the two activation
+reorders) runs as its own parallel region, and PyTorch's wrapper prepares them per call."""
+
+EFFICIENCY_MIN_WORK_SHARE = 0.5
+"""A shape sets its kind's efficiency only where the work is at least this share of its time, so that an error
+in the fixed cost does not become an error in the efficiency; with no such shape, all of the kind's shapes."""
 
 
 def shapes(quick: bool = False) -> tuple[ConvShape, ...]:
-    """SHAPES, or for a quick calibration each key's smallest and largest shape: the two ends the fixed cost
-    and the efficiency are fitted from."""
+    """SHAPES, or for a quick calibration each key's largest shape (the one whose time is mostly work)."""
     if not quick:
         return SHAPES
-    keep: set[ConvShape] = set()
-    for key in {sh.key for sh in SHAPES}:
-        same = sorted((sh for sh in SHAPES if sh.key == key), key=lambda sh: sh.flops)
-        keep.update((same[0], same[-1]))
-    return tuple(sh for sh in SHAPES if sh in keep)
+    largest = {}
+    for sh in SHAPES:
+        if sh.key not in largest or sh.flops > largest[sh.key].flops:
+            largest[sh.key] = sh
+    return tuple(sh for sh in SHAPES if sh in set(largest.values()))
 
 
 @dataclass(frozen=True)
@@ -118,12 +130,12 @@ class ConvResult:
 
     @property
     def flops_per_s(self) -> float:
-        return self.measurement.best_rate
+        return self.measurement.rate
 
     @property
     def backward_s(self) -> float:
-        """The backward's own time: a training step's fastest sample less the forward's."""
-        return max(self.training.min - self.measurement.min, 1e-12)
+        """The backward's own time: a training step's median less the forward's."""
+        return max(self.training.median - self.measurement.median, 1e-12)
 
 
 def _operands(torch: Any, shape: ConvShape, device: str, channels_last: bool) -> tuple[Any, Any]:
@@ -134,7 +146,7 @@ def _operands(torch: Any, shape: ConvShape, device: str, channels_last: bool) ->
 
 
 def measure(shape: ConvShape, device: str = "cpu", budget_s: float = 0.3) -> ConvResult:
-    """Time one fp32 convolution of `shape`, channels-last: forward without autograd, and forward + backward."""
+    """Time one fp32 convolution of `shape` in its layout: forward without autograd, and forward + backward."""
     import torch
 
     x, w = _operands(torch, shape, device, channels_last=shape.channels_last)
@@ -160,6 +172,22 @@ def measure(shape: ConvShape, device: str = "cpu", budget_s: float = 0.3) -> Con
     return ConvResult(shape, forward, training)
 
 
+def fixed_costs(device: str = "cpu", budget_s: float = 0.2) -> tuple[dict[str, float], list[Measurement]]:
+    """Seconds per call of each kind's `FIXED_PROBES` shape, dispatch included: 'kind' and 'kind:backward'
+    channels-last, 'kind:nchw' and 'kind:nchw:backward' over NCHW tensors (the backward: the forward +
+    backward median less the forward's)."""
+    out: dict[str, float] = {}
+    measurements: list[Measurement] = []
+    for probe in FIXED_PROBES:
+        for channels_last in (True, False):
+            shape = replace(probe, channels_last=channels_last)
+            r = measure(shape, device, budget_s)
+            out[shape.key] = r.measurement.median
+            out[f"{shape.key}:backward"] = r.backward_s
+            measurements += [r.measurement, r.training]
+    return out, measurements
+
+
 def _ideal_s(shape: ConvShape, flops: float, fp32_fit: GemmFit | None, fp32_peak_flops_per_s: float) -> float:
     """Seconds the work would take at efficiency 1: at the fitted GEMM rate for the implicit GEMM's equivalent
     size, or at the fp32 peak for a depthwise convolution (no GEMM to compare with)."""
@@ -168,44 +196,29 @@ def _ideal_s(shape: ConvShape, flops: float, fp32_fit: GemmFit | None, fp32_peak
     return flops / fp32_fit.rate(shape.gemm.equivalent_n)
 
 
-def fit_fixed_and_efficiency(points: list[tuple[float, float]], default_fixed_s: float) -> tuple[float, float]:
-    """(fixed seconds per call, efficiency) of t = t0 + ideal / efficiency over (ideal_s, measured_s) points, by
-    least squares on relative residuals; Hockney's model again, per convolution kind. A call's fixed cost at
-    a realistic size (thread fork and join, the library's own setup) exceeds a one-element call's, which is
-    all a tiny-layer probe sees. With one point, or an unphysical fit, t0 is `default_fixed_s` (the GEMM fit's)
-    and the efficiency the geometric mean of ideal / (t - t0)."""
-    if len({round(x, 12) for x, _ in points}) >= 2:
-        rows = [(1 / t, x / t) for x, t in points]  # t0 and b = 1 / efficiency, each residual over t
-        saa = sum(a * a for a, _ in rows)
-        sab = sum(a * b for a, b in rows)
-        sbb = sum(b * b for _, b in rows)
-        sa = sum(a for a, _ in rows)
-        sb = sum(b for _, b in rows)
-        det = saa * sbb - sab * sab
-        if det > 0:
-            t0 = (sa * sbb - sb * sab) / det
-            inverse = (saa * sb - sab * sa) / det
-            if t0 >= 0 and inverse > 0:
-                return t0, 1 / inverse
-    ratios = [x / max(t - default_fixed_s, 1e-12) for x, t in points]
-    return default_fixed_s, math.prod(ratios) ** (1 / len(ratios))
+def efficiency(points: list[tuple[float, float]], fixed_s: float) -> float:
+    """A kind's efficiency from (ideal seconds, measured seconds) of its shapes and its measured fixed cost:
+    the geometric mean of ideal / (measured - fixed), over the shapes whose work is at least
+    EFFICIENCY_MIN_WORK_SHARE of their time (all of them when none is)."""
+    work = [(ideal, t - fixed_s) for ideal, t in points]
+    kept = [(ideal, w) for (ideal, w), (_, t) in zip(work, points, strict=True)
+            if w >= EFFICIENCY_MIN_WORK_SHARE * t] or [(ideal, max(w, 1e-12)) for ideal, w in work]
+    return math.prod(ideal / w for ideal, w in kept) ** (1 / len(kept))
 
 
-def efficiencies(results: list[ConvResult], fp32_fit: GemmFit | None,
-                 fp32_peak_flops_per_s: float) -> tuple[dict[str, float], dict[str, float]]:
-    """(kind -> efficiency, kind -> fixed seconds per call): the convolution's rate over the fitted GEMM
-    model's rate at the shape's equivalent size (depthwise: over the fp32 peak), and its fixed cost per call,
-    fitted per kind over its shapes. 'kind:backward' holds the same for the two gradient passes together,
-    which libraries run with other (often slower) kernels."""
+def efficiencies(results: list[ConvResult], fixed: dict[str, float], fp32_fit: GemmFit | None,
+                 fp32_peak_flops_per_s: float) -> dict[str, float]:
+    """Kind -> the convolution's rate over the fitted GEMM model's rate at the shape's equivalent size
+    (depthwise: over the fp32 peak), once the kind's measured fixed cost per call is taken out.
+    'kind:backward' holds the same for the two gradient passes together, which libraries run with other
+    (often slower) kernels."""
     by_kind: dict[str, list[tuple[float, float]]] = {}
     for r in results:
         # backward: input and weight gradients, each the forward's FLOPs, timed together
-        for key, flops, seconds in ((r.shape.key, r.shape.flops, r.measurement.min),
+        for key, flops, seconds in ((r.shape.key, r.shape.flops, r.measurement.median),
                                     (f"{r.shape.key}:backward", 2 * r.shape.flops, r.backward_s)):
             by_kind.setdefault(key, []).append((_ideal_s(r.shape, flops, fp32_fit, fp32_peak_flops_per_s), seconds))
-    default = fp32_fit.t0_s if fp32_fit else 0.0
-    fits = {kind: fit_fixed_and_efficiency(points, default) for kind, points in by_kind.items()}
-    return {k: eff for k, (_, eff) in fits.items()}, {k: t0 for k, (t0, _) in fits.items()}
+    return {kind: efficiency(points, fixed.get(kind, 0.0)) for kind, points in by_kind.items()}
 
 
 CONVERSION_CHANNELS = 16

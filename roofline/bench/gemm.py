@@ -35,7 +35,7 @@ class GemmPoint:
 
     @property
     def flops_per_s(self) -> float:
-        return self.measurement.best_rate
+        return self.measurement.rate
 
 
 def _torch_dtype(name: str):
@@ -142,7 +142,7 @@ class SkinnyPoint:
 
     @property
     def flops_per_s(self) -> float:
-        return self.measurement.best_rate
+        return self.measurement.rate
 
 
 def skinny_sweep(device: str = "cpu", budget_s: float = 0.2, smalls: Sequence[int] = SKINNY_SMALL,

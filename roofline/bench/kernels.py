@@ -37,7 +37,7 @@ class KernelRate:
 
     @property
     def bytes_per_s(self) -> float:
-        return self.bytes / self.measurement.min if self.measurement.min > 0 else float("inf")
+        return self.bytes / self.measurement.median if self.measurement.median > 0 else float("inf")
 
 
 def _batch_for(cache_bytes: float | None) -> int:
@@ -135,5 +135,5 @@ def page_fault_rate(budget_s: float = 0.3) -> tuple[float, Measurement, Measurem
                      work_unit="B", budget_s=budget_s).measure()
     fresh = Timer(lambda: torch.empty(numel).fill_(0.0), label="fill fresh 64 MiB", work=FAULT_PROBE_BYTES,
                   work_unit="B", budget_s=budget_s).measure()
-    extra = fresh.min - existing.min
+    extra = fresh.median - existing.median
     return (FAULT_PROBE_BYTES / extra if extra > 0 else float("inf")), existing, fresh

@@ -84,7 +84,7 @@ class BandwidthPoint:
 
     @property
     def bytes_per_s(self) -> float:
-        return self.measurement.best_rate
+        return self.measurement.rate
 
 
 def measure_point(kernel: str, working_set_bytes: int, threads: int, pool: ThreadPoolExecutor,

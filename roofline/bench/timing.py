@@ -104,9 +104,16 @@ class Measurement:
 
     @property
     def best_rate(self) -> float:
-        """Work per second of the fastest sample: the ceiling estimate. Interference from other processes
-        only ever slows a sample, so on a shared machine the fastest one is nearest what the hardware does."""
+        """Work per second of the fastest sample: what the hardware reaches undisturbed, an upper bound. The
+        calibrated ceilings use `rate` instead: a model's steps are timed by their median, on the same
+        machine, disturbed as often as the calibration's samples were."""
         return self.work / self.min if self.min > 0 else math.inf
+
+    def merged(self, other: Measurement) -> Measurement:
+        """One measurement of both sample sets (per-call times, so windows with other inner-loop counts pool
+        too): a re-measurement seconds later widens the sample over the machine's states."""
+        return Measurement(self.label, self.samples_s + other.samples_s, max(self.number, other.number),
+                           other.stop_reason, self.work, self.work_unit)
 
     @property
     def warnings(self) -> tuple[str, ...]:

@@ -67,6 +67,11 @@ class Memory(_Strict):
     capacity_bytes: Figure
     bandwidth_bytes_per_s: Figure
     """The vendor's quoted peak; compared with bus_width_bits / 8 x data_rate_per_s."""
+    sustained_bandwidth_bytes_per_s: Figure | None = None
+    """A published measurement of what a streaming kernel reaches on this device model (BabelStream's Triad,
+    its figure of merit), source 'measured: ...' with where; DRAM refresh, read/write turnaround and page
+    misses keep every memory below its pin rate. The cost model prices DRAM traffic at it when this machine
+    has no calibration of its own."""
 
 
 class HostLink(_Strict):
@@ -97,6 +102,11 @@ class TensorCore(_Strict):
     """2:4 structured sparsity figure, only where the vendor labels it as such; never used as dense."""
     alignment_elements: int = Field(ge=1)
     """GEMM dimensions must be multiples of this for the tensor-core path (bytes = x dtype size)."""
+    sustained_flops_per_s: Figure | None = None
+    """A published measurement of a large, aligned GEMM on this device model (cuBLAS/cuBLASLt through its
+    usual front end), source 'measured: ...': the clock a dense tensor load holds under the power limit and
+    the library's main-loop efficiency, which no datasheet states. Applied like a calibrated peak when
+    this machine has none."""
 
 
 class Overheads(_Strict):
