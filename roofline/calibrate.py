@@ -268,6 +268,12 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     started = time.perf_counter()
     warnings: list[str] = []
     details: dict[str, Any] = {}
+    from roofline.bench.heap import keep_pages_mapped
+
+    heap_fixed = keep_pages_mapped()
+    if not heap_fixed:
+        warnings.append("not glibc: the C heap's trim policy could not be fixed, so kernels that allocate may "
+                        "include first-touch page faults")
     if plan.device == "cuda":
         llc = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)) or None
         torch_dtypes, numpy_dtypes = gemm.cuda_dtypes(), ()
@@ -378,6 +384,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     environment = current_environment(plan.device)
     environment["torch_threads"] = torch.get_num_threads()
     environment["quick"] = int(plan.quick)
+    environment["heap"] = "glibc trim and mmap thresholds fixed while calibrating" if heap_fixed else "default"
     measured = Measured(
         peak_flops=peak, memory_bandwidth=dram, caches=caches,
         gemm_curves={key.split()[1]: [MeasuredGemmPoint(n=p.n, flops_per_s=p.flops_per_s) for p in c]

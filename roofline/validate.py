@@ -54,16 +54,25 @@ def _without_calibration(profile: Profile, source: str, why: str) -> ProfileChoi
 
 def quick_calibration(device: str) -> ProfileChoice:
     """Calibrate this machine quickly (`roofline calibrate --quick`) and save it where later runs find it:
-    validation exists to test the cost model, which needs this machine's measured ceilings."""
-    import time
+    validation exists to test the cost model, which needs this machine's measured ceilings. It runs in a
+    child process because calibration fixes the C heap's trim policy (`roofline.bench.heap`), and the live
+    steps timed here must run under the allocator's default policy, as the user's would."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    from roofline.calibrate import Plan, base_profile, calibrated_path, run, write_profile
+    from roofline.hardware.load import load_profile
 
     started = time.perf_counter()
-    result = run(Plan(device=device, quick=True), base_profile(device))
-    path = calibrated_path(result.profile.name)
-    write_profile(result.profile, path, force=False)
-    return ProfileChoice(result.profile, "calibrated", str(path), (
+    code = ("import sys; from cli import main; "
+            f"sys.exit(main(['calibrate', '--device', {device!r}, '--quick', '--json']))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RooflineError(f"the quick calibration failed ({last}); run `roofline calibrate` and read its error")
+    path = Path(json.loads(done.stdout)["profile_path"])
+    return ProfileChoice(load_profile(path), "calibrated", str(path), (
         f"no calibration of this machine: ran a quick one ({time.perf_counter() - started:.0f} s) and saved it "
         f"to {path}; `roofline calibrate --force` takes a fuller one",))
 
