@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from roofline.bench.timing import SPREAD_WARN_REL_IQR
-from roofline.validate import validate, validation_dict
+from roofline.bench.timing import SPREAD_WARN_REL_IQR, quantile
+from roofline.validate import error_pct, validate, validation_dict
 from roofline.workloads import ModelRequest
 
 MEDIAN_TARGET_PCT = 15.0
@@ -30,12 +30,12 @@ WORST_TARGET_PCT = 40.0
 WORST_KINDS = 3
 """Op kinds listed per run, largest |predicted - measured| seconds first."""
 REPEATS = 7
-BUDGET_S = 3.0
-RETRIES = 2
+BUDGET_S = 2.0
+"""Per batch and pass: the grid runs twice, in opposite orders, so each row's samples span two moments
+minutes apart (this machine's speed swings between two states for seconds at a time; one window can sit
+in either) and the row's step is the median of both passes' samples."""
 SPEED_PROBE_N = 512
 SPEED_PROBE_S = 0.3
-"""A batch whose spread exceeds the timing module's warning threshold was disturbed (this machine is
-shared); it is measured again up to this many times and the attempt with the smallest spread is kept."""
 
 CASES: list[tuple[str, bool, list[int], dict[str, int]]] = [
     # (model, train, batch sizes, input options): the issue's grid (mlp, mobilenetv3 large and small,
@@ -114,27 +114,31 @@ def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         f" with {first['threads']} threads, Python {env.get('python_version')}, {env.get('date')}.",
         f"Profile: {prof['name']} ({prof['source']}{', ' + prof['path'] if prof['path'] else ''}); ceilings used: "
         + ", ".join(f"{k} {v}" for k, v in prof["provenance"].items()) + ".",
-        f"Timing: warm-up excluded, median of >= {REPEATS} repeats, spread = IQR/median; a batch with spread "
-        f"over {SPREAD_WARN_REL_IQR:.0%} is re-measured up to {RETRIES} times (smallest spread kept); load = "
-        "1-minute load average when the batch started (this machine is shared); speed = fp32 GFLOP/s of a "
-        f"{SPEED_PROBE_N}^3 product timed just before the case (calibration recorded "
+        f"Timing: warm-up excluded; the grid runs twice, the second pass in reverse order, each batch for >= "
+        f"{REPEATS} steps and {BUDGET_S:g} s per pass; measured = median step over both passes' samples, spread "
+        "= their IQR/median, passes = each pass's own median; load = 1-minute load average when the case "
+        "started (this machine is shared), each pass; speed = fp32 GFLOP/s of a "
+        f"{SPEED_PROBE_N}^3 product timed just before the case, each pass (calibration recorded "
         f"{calibrated_speed(summary)}), the machine's drift. "
         "error = (predicted / measured - 1) x 100: negative means the prediction is too fast.",
         "fresh MB = memory first-touched per step (minor page faults x page size: what the allocator returned "
         "to the kernel and took again; the model charges it only for tensors of 32 MiB and more). "
         "Per-kind columns: predicted vs torch.profiler self time (ms per step), the three kinds with the "
         "largest absolute difference; 'other' is profiled time the kind table does not attribute.", "",
-        "| model | mode | batch | predicted ms | measured ms | spread | load | speed | fresh MB | error | worst "
-        "kinds (pred vs meas ms) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| model | mode | batch | predicted ms | measured ms | passes ms | spread | load | speed | fresh MB | error "
+        "| worst kinds (pred vs meas ms) |",
+        "|---|---|---:|---:|---:|---|---:|---|---|---:|---:|---|",
     ]
     for res in results:
         mode = "train" if res["train"] else "infer"
         for run in res["runs"]:
             spread = run["spread"]
+            passes = ", ".join(_ms(m) for m in run["pass_measured_s"])
+            loads = ", ".join(f"{v:.1f}" for v in run["load_avg_1min"])
+            speeds = ", ".join(f"{v / 1e9:.0f}" for v in run["speed_probe_flops_per_s"])
             lines.append(f"| {res['model']} | {mode} | {run['batch_size']} | {_ms(run['predicted_s'])} | "
-                         f"{_ms(run['measured_s'])} | {'-' if spread is None else f'{spread:.0%}'} | "
-                         f"{run['load_avg_1min']:.1f} | {run['speed_probe_flops_per_s'] / 1e9:.0f} | "
+                         f"{_ms(run['measured_s'])} | {passes} | {'-' if spread is None else f'{spread:.0%}'} | "
+                         f"{loads} | {speeds} | "
                          f"{_mb(run['fresh_page_bytes_per_step'])} | "
                          f"{_pct(run['error_pct'])} | {worst_kinds(run)} |")
     met = "met" if summary["median_target_met"] else "NOT met"
@@ -149,7 +153,7 @@ def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
 
 
 def machine_speed_flops_per_s() -> float:
-    """fp32 GFLOP/s of a 512^3 product now (fastest sample, as calibration's curve records it): this shared
+    """fp32 GFLOP/s of a 512^3 product now (median sample, as calibration's curve records it): this shared
     machine's speed drifts by tens of percent over minutes, and a row's error is only as good as the
     assumption that the machine ran at its calibrated speed while the row was measured."""
     from roofline.bench.gemm import _torch_call, gemm_flops
@@ -157,35 +161,41 @@ def machine_speed_flops_per_s() -> float:
 
     call = _torch_call("fp32", SPEED_PROBE_N, "cpu", last_level_cache_bytes())
     return Timer(call, label="speed probe", work=gemm_flops(SPEED_PROBE_N, SPEED_PROBE_N, SPEED_PROBE_N),
-                 work_unit="FLOP", budget_s=SPEED_PROBE_S).measure().best_rate
+                 work_unit="FLOP", budget_s=SPEED_PROBE_S).measure().rate
 
 
 def measure_case(req: ModelRequest, train: bool, batches: list[int]) -> dict[str, Any]:
-    """validate() over the batches, re-measuring disturbed batches (RETRIES); each run records its attempts,
-    the 1-minute load average and the machine's GEMM speed when it started."""
+    """validate() over the batches; each run records the 1-minute load average and the machine's GEMM speed
+    when the case started."""
     load, speed = os.getloadavg()[0], machine_speed_flops_per_s()
     res = validation_dict(validate(req, "cpu", batches, "fp32", train, budget_s=BUDGET_S, repeats=REPEATS))
-    for i, run in enumerate(res["runs"]):
-        run["attempts"], run["load_avg_1min"], run["speed_probe_flops_per_s"] = 1, load, speed
-        while run["attempts"] <= RETRIES and (run["spread"] is None or run["spread"] > SPREAD_WARN_REL_IQR):
-            load, speed = os.getloadavg()[0], machine_speed_flops_per_s()
-            again = validation_dict(validate(req, "cpu", [run["batch_size"]], "fp32", train, budget_s=BUDGET_S,
-                                             repeats=REPEATS))
-            retry = again["runs"][0]
-            retry["attempts"], retry["load_avg_1min"] = run["attempts"] + 1, load
-            retry["speed_probe_flops_per_s"] = speed
-            if retry["spread"] is not None and (run["spread"] is None or retry["spread"] < run["spread"]):
-                run = retry
-            else:
-                run["attempts"] = retry["attempts"]
-            res["runs"][i] = run
-    kept = [w for w in res["warnings"] if "spread" not in w]
-    noisy = [r for r in res["runs"] if r["spread"] is not None and r["spread"] > SPREAD_WARN_REL_IQR]
-    res["warnings"] = kept + [f"{res['model']} batch {r['batch_size']}: spread {r['spread']:.0%} after "
-                              f"{r['attempts']} attempts" for r in noisy]
-    errors = [abs(r["error_pct"]) for r in res["runs"]]
-    res["median_abs_error_pct"], res["max_abs_error_pct"] = statistics.median(errors), max(errors)
+    for run in res["runs"]:
+        run["load_avg_1min"], run["speed_probe_flops_per_s"] = [load], [speed]
     return res
+
+
+def pooled(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    """One case measured in two passes minutes apart: each batch's step samples pooled, the measured step their
+    median, the spread their IQR over it; predictions and the per-kind profile are the first pass's."""
+    out = dict(first)
+    out["runs"] = []
+    for a, b in zip(first["runs"], second["runs"], strict=True):
+        samples = sorted(a["samples_s"] + b["samples_s"])
+        median = quantile(samples, 0.5)
+        run = dict(a, samples_s=samples, measured_s=median, repeats=len(samples),
+                   pass_measured_s=[a["measured_s"], b["measured_s"]],
+                   load_avg_1min=a["load_avg_1min"] + b["load_avg_1min"],
+                   speed_probe_flops_per_s=a["speed_probe_flops_per_s"] + b["speed_probe_flops_per_s"])
+        run["spread"] = (quantile(samples, 0.75) - quantile(samples, 0.25)) / median
+        run["error_pct"] = error_pct(run["predicted_s"], median)
+        out["runs"].append(run)
+    noisy = [r for r in out["runs"] if r["spread"] > SPREAD_WARN_REL_IQR]
+    out["warnings"] = [w for w in first["warnings"] if "spread" not in w] + [
+        f"{out['model']} {'train' if out['train'] else 'infer'} batch {r['batch_size']}: spread {r['spread']:.0%} "
+        "over both passes" for r in noisy]
+    errors = [abs(r["error_pct"]) for r in out["runs"]]
+    out["median_abs_error_pct"], out["max_abs_error_pct"] = statistics.median(errors), max(errors)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,11 +204,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    results = []
-    for model, train, batches, inputs in (QUICK_CASES if args.quick else CASES):
-        print(f"{model} {'train' if train else 'infer'} batch {batches}", file=sys.stderr, flush=True)
-        req = ModelRequest(model=model, input_size=inputs.get("input_size"), seq_len=inputs.get("seq_len"))
-        results.append(measure_case(req, train, batches))
+    cases = QUICK_CASES if args.quick else CASES
+    passes: list[dict[int, dict[str, Any]]] = [{}, {}]
+    for number, order in enumerate((list(enumerate(cases)), list(enumerate(cases))[::-1])):
+        for index, (model, train, batches, inputs) in order:
+            print(f"pass {number + 1}: {model} {'train' if train else 'infer'} batch {batches}", file=sys.stderr,
+                  flush=True)
+            req = ModelRequest(model=model, input_size=inputs.get("input_size"), seq_len=inputs.get("seq_len"))
+            passes[number][index] = measure_case(req, train, batches)
+    results = [pooled(passes[0][i], passes[1][i]) for i in range(len(cases))]
     errors = [abs(r["error_pct"]) for res in results for r in res["runs"]]
     summary = {"runs": len(errors), "median_abs_error_pct": statistics.median(errors),
                "max_abs_error_pct": max(errors), "elapsed_s": time.perf_counter() - started}

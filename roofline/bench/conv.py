@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline.bench.timing import Measurement, Timer
+from roofline.bench.timing import Measurement, Timer, interleaved
 from roofline.ceilings import GemmFit
 from roofline.ops.base import GemmView
 
@@ -145,12 +145,16 @@ def _operands(torch: Any, shape: ConvShape, device: str, channels_last: bool) ->
     return x, w.contiguous(memory_format=fmt)
 
 
-def measure(shape: ConvShape, device: str = "cpu", budget_s: float = 0.3) -> ConvResult:
-    """Time one fp32 convolution of `shape` in its layout: forward without autograd, and forward + backward."""
+def _timers(shape: ConvShape, device: str, budget_s: float, cold: bool) -> tuple[Timer, Timer]:
+    """(forward without autograd, forward + backward) timers of one fp32 convolution of `shape` in its layout;
+    `cold`: each call after `timing.evict_private_caches`, as a layer of a model is called."""
     import torch
+
+    from roofline.bench.timing import evict_private_caches
 
     x, w = _operands(torch, shape, device, channels_last=shape.channels_last)
     sync = torch.cuda.synchronize if device == "cuda" else None
+    setup = evict_private_caches() if cold else None
 
     def conv(a: Any, b: Any) -> Any:
         return torch.nn.functional.conv2d(a, b, stride=shape.stride, padding=shape.padding, groups=shape.groups)
@@ -165,27 +169,35 @@ def measure(shape: ConvShape, device: str = "cpu", budget_s: float = 0.3) -> Con
     def train():
         conv(xg, wg).backward(grad)
 
-    forward = Timer(call, label=f"conv {shape.key}", work=shape.flops, work_unit="FLOP", budget_s=budget_s,
-                    sync=sync).measure()
-    training = Timer(train, label=f"conv {shape.key} forward+backward", work=3 * shape.flops, work_unit="FLOP",
-                     budget_s=budget_s, sync=sync).measure()
-    return ConvResult(shape, forward, training)
+    return (Timer(call, label=f"conv {shape.key}", work=shape.flops, work_unit="FLOP", budget_s=budget_s,
+                  sync=sync, setup=setup),
+            Timer(train, label=f"conv {shape.key} forward+backward", work=3 * shape.flops, work_unit="FLOP",
+                  budget_s=budget_s, sync=sync, setup=setup))
+
+
+def measure(shape: ConvShape, device: str = "cpu", budget_s: float = 0.3) -> ConvResult:
+    """Time one fp32 convolution of `shape` in its layout: forward without autograd, and forward + backward."""
+    forward, training = _timers(shape, device, budget_s, cold=False)
+    return ConvResult(shape, forward.measure(), training.measure())
 
 
 def fixed_costs(device: str = "cpu", budget_s: float = 0.2) -> tuple[dict[str, float], list[Measurement]]:
-    """Seconds per call of each kind's `FIXED_PROBES` shape, dispatch included: 'kind' and 'kind:backward'
-    channels-last, 'kind:nchw' and 'kind:nchw:backward' over NCHW tensors (the backward: the forward +
-    backward median less the forward's)."""
-    out: dict[str, float] = {}
-    measurements: list[Measurement] = []
+    """Seconds per call of each kind's `FIXED_PROBES` shape, dispatch included, called cold on a CPU as a
+    model calls it and round-robin (`timing.interleaved`): 'kind' and 'kind:backward' channels-last,
+    'kind:nchw' and 'kind:nchw:backward' over NCHW tensors (the backward: the forward + backward median less
+    the forward's)."""
+    timers: dict[str, Timer] = {}
     for probe in FIXED_PROBES:
         for channels_last in (True, False):
             shape = replace(probe, channels_last=channels_last)
-            r = measure(shape, device, budget_s)
-            out[shape.key] = r.measurement.median
-            out[f"{shape.key}:backward"] = r.backward_s
-            measurements += [r.measurement, r.training]
-    return out, measurements
+            timers[shape.key], timers[f"{shape.key}:training"] = _timers(shape, device, budget_s, cold=device == "cpu")
+    measured = interleaved(timers)
+    out: dict[str, float] = {}
+    for key, m in measured.items():
+        if not key.endswith(":training"):
+            out[key] = m.median
+            out[f"{key}:backward"] = max(measured[f"{key}:training"].median - m.median, 1e-12)
+    return out, list(measured.values())
 
 
 def _ideal_s(shape: ConvShape, flops: float, fp32_fit: GemmFit | None, fp32_peak_flops_per_s: float) -> float:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from roofline.bench.timing import Measurement, Rotation, Timer
+from roofline.bench.timing import Measurement, Rotation, Timer, interleaved
 
 CPU_TORCH_DTYPES = ("fp64", "fp32", "bf16", "fp16")
 CUDA_TORCH_DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
@@ -157,14 +157,15 @@ def skinny_sweep(device: str = "cpu", budget_s: float = 0.2, smalls: Sequence[in
     sync = torch.cuda.synchronize if device == "cuda" else None
     if device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False
-    points = []
+    timers = {}
     for other in others:
         weight = torch.randn(other, other, device=device)
         for small in smalls:
             rows = torch.randn(small, other, device=device)
             out = torch.empty(small, other, device=device)
-            timer = Timer(lambda rows=rows, out=out, weight=weight: torch.mm(rows, weight, out=out),
-                          label=f"torch fp32 gemm {small}x{other}x{other}", work=gemm_flops(small, other, other),
-                          work_unit="FLOP", budget_s=budget_s, sync=sync)
-            points.append(SkinnyPoint(small, other, timer.measure()))
-    return points
+            timers[small, other] = Timer(lambda rows=rows, out=out, weight=weight: torch.mm(rows, weight, out=out),
+                                         label=f"torch fp32 gemm {small}x{other}x{other}",
+                                         work=gemm_flops(small, other, other), work_unit="FLOP", budget_s=budget_s,
+                                         sync=sync)
+    # round-robin, so that a slow spell of this shared machine does not land on one point of the surface
+    return [SkinnyPoint(small, other, m) for (small, other), m in interleaved(timers).items()]

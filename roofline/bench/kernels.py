@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.bench.timing import Measurement, Timer
+from roofline.bench.timing import Measurement, Timer, interleaved
 from roofline.ops import Activation, AdaptiveAvgPool2d, BatchNorm, Elementwise, LayerNorm, Op, Pool2d
 
 CHANNELS = 64
@@ -94,8 +94,12 @@ however small the tensor, several times a dense convolution's 7 us, so it gets i
 
 def dispatch_by_kind(device: str = "cpu", budget_s: float = 0.2) -> dict[str, Measurement]:
     """Time of one call of a one-element layer of each kind (the depthwise one of 16 channels): what every
-    layer pays however small."""
+    layer pays however small, called cold as in a model (`timing.evict_private_caches` before each call)."""
     import torch
+
+    from roofline.bench.timing import evict_private_caches
+
+    cold = evict_private_caches() if device == "cpu" else None
 
     nn = torch.nn
     x = torch.randn(1, 1, 1, 1, device=device)
@@ -106,16 +110,13 @@ def dispatch_by_kind(device: str = "cpu", budget_s: float = 0.2) -> dict[str, Me
         "conv2d": nn.Conv2d(1, 1, 1).to(device), "gemm": nn.Linear(1, 1).to(device),
         "norm": nn.BatchNorm2d(1).to(device).eval(), "activation": nn.ReLU(), "pool": nn.MaxPool2d(1),
     }
-    out = {}
+    calls: dict[str, Callable[[], Any]] = {kind: lambda layer=layer: layer(x) for kind, layer in layers.items()}
+    calls["conv2d:depthwise"] = lambda: depthwise(x16)
+    calls["elementwise"] = lambda: torch.add(x, x)
+    timers = {kind: Timer(call, label=f"dispatch {kind}", work=1, work_unit="call", budget_s=budget_s, setup=cold)
+              for kind, call in calls.items()}
     with torch.no_grad():
-        for kind, layer in layers.items():
-            out[kind] = Timer(lambda layer=layer: layer(x), label=f"dispatch {kind}", work=1, work_unit="call",
-                              budget_s=budget_s).measure()
-        out["conv2d:depthwise"] = Timer(lambda: depthwise(x16), label="dispatch conv2d:depthwise", work=1,
-                                        work_unit="call", budget_s=budget_s).measure()
-        out["elementwise"] = Timer(lambda: torch.add(x, x), label="dispatch elementwise", work=1,
-                                   work_unit="call", budget_s=budget_s).measure()
-    return out
+        return interleaved(timers)
 
 
 FAULT_PROBE_BYTES = 64 * 2**20
