@@ -90,6 +90,11 @@ class StepPrediction:
     def bytes(self) -> float:
         return sum(o.bytes for o in self.ops)
 
+    @property
+    def fresh_bytes(self) -> float:
+        """Bytes the step writes into freshly mapped pages (CPU first-touch page faults)."""
+        return sum(o.fresh_bytes for o in self.ops)
+
     def time_by_bound(self) -> dict[str, float]:
         """Device-side time per bound class ('compute', 'memory:<level>', 'overhead')."""
         shares: dict[str, float] = {}

@@ -475,6 +475,7 @@ def run_dict(run: Run, per_layer: bool) -> dict[str, Any]:
         "predicted_host_s": run.prediction.host_s, "predicted_device_s": run.prediction.device_s,
         "profiled_step_s": run.profiled_step_s,
         "fresh_page_bytes_per_step": run.fresh_page_bytes, "fresh_page_s_per_step": run.fresh_page_s,
+        "predicted_fresh_page_bytes_per_step": run.prediction.fresh_bytes,
         "by_kind": [{"kind": k.kind, "predicted_s": k.predicted_s, "measured_s": k.measured_s,
                      "error_pct": k.error_pct} for k in run.by_kind],
     }

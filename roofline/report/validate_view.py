@@ -22,7 +22,8 @@ def _fresh(run: dict[str, Any]) -> str:
     nbytes, seconds = run.get("fresh_page_bytes_per_step"), run.get("fresh_page_s_per_step")
     if nbytes is None:
         return "-"
-    return format_si(nbytes, "B") + (f" ({format_si(seconds, 's')})" if seconds else "")
+    predicted = format_si(run.get("predicted_fresh_page_bytes_per_step") or 0.0, "B")
+    return format_si(nbytes, "B") + (f" ({format_si(seconds, 's')})" if seconds else "") + f"; predicted {predicted}"
 
 
 def render_validation(out: dict[str, Any], console: Console) -> None:
@@ -44,7 +45,8 @@ def render_validation(out: dict[str, Any], console: Console) -> None:
     console.print(t)
     if any(r["fresh_page_bytes_per_step"] for r in out["runs"]):
         console.print("  fresh pages: bytes per step the allocator gave back to the kernel and took again, "
-                      "first-touched (page faults), and their time at the calibrated rate")
+                      "first-touched (page faults), and their time at the calibrated rate; predicted: the tensors "
+                      "of 32 MiB and more the model knows are mapped anew (outputs, gradients, oneDNN's copies)")
     console.print(f"  median |error| {out['median_abs_error_pct']:.1f}%, worst {out['max_abs_error_pct']:.1f}%")
     last = out["runs"][-1]
     if last["by_kind"]:
