@@ -16,6 +16,7 @@ from roofline.bench.timing import (
     Rotation,
     Timer,
     last_level_cache_bytes,
+    private_cache_bytes,
     quantile,
     rotation_count,
 )
@@ -123,15 +124,21 @@ def test_rotation_spans_the_flush_size():
     assert rot.next() is first
 
 
-def test_last_level_cache_from_sysfs(tmp_path: Path):
-    for index, (level, kind, size) in enumerate([(1, "Data", "32K"), (1, "Instruction", "32K"),
-                                                  (2, "Unified", "1024K"), (3, "Unified", "32768K")]):
+def test_last_level_and_private_caches_from_sysfs(tmp_path: Path):
+    # an SMT core (cpu0 and cpu64) with private L1/L2 and an L3 shared by 0-15 and 64-79
+    for index, (level, kind, size, shared) in enumerate([(1, "Data", "32K", "0,64"), (1, "Instruction", "32K", "0,64"),
+                                                         (2, "Unified", "1024K", "0,64"),
+                                                         (3, "Unified", "32768K", "0-15,64-79")]):
         d = tmp_path / "cpu0" / "cache" / f"index{index}"
         d.mkdir(parents=True)
         (d / "level").write_text(f"{level}\n")
         (d / "type").write_text(f"{kind}\n")
         (d / "size").write_text(f"{size}\n")
+        (d / "shared_cpu_list").write_text(f"{shared}\n")
+    (tmp_path / "cpu0" / "topology").mkdir()
+    (tmp_path / "cpu0" / "topology" / "thread_siblings_list").write_text("0,64\n")
     assert last_level_cache_bytes(tmp_path) == 32 * 2**20
+    assert private_cache_bytes(tmp_path) == 2**20
     assert last_level_cache_bytes(tmp_path / "missing") is None
 
 
@@ -211,3 +218,37 @@ def test_transfer_model_closed_form_and_crossover():
     assert transfer.crossover(points) == 512
     assert transfer.crossover(points[:1]) is None
     assert math.isfinite(p.gpu_s)
+
+
+def test_cold_timer_runs_its_setup_outside_the_clock_before_every_single_call():
+    events = []
+    clock = FakeClock(forever(10e-6))
+
+    def setup():
+        events.append("setup")
+        clock.now += 1.0  # a long eviction sweep: must never appear in a sample
+
+    m = Timer(lambda: (events.append("call"), clock.fn()), clock=clock, setup=setup, budget_s=100.0,
+              max_repeats=9).measure()
+    # no inner loop: each sample is one 10 us call, each after its own setup (warm-up included)
+    assert m.number == 1 and m.cold
+    assert m.samples_s == pytest.approx((10e-6,) * 5)  # constant samples stop at the minimum count
+    assert events == ["setup", "call"] * 6
+    assert not any("under 1 ms" in w for w in m.warnings)  # short by design
+
+
+def test_interleaved_probes_pool_their_rounds_round_robin():
+    from roofline.bench.timing import interleaved
+
+    order = []
+    clock = FakeClock(forever(2e-3))
+
+    def probe(name):
+        return Timer(lambda: (order.append(name), clock.fn()), clock=clock, budget_s=1.0, min_repeats=5,
+                     max_repeats=5)
+
+    out = interleaved({"a": probe("a"), "b": probe("b")}, rounds=3)
+    # 3 rounds of 5 samples each, pooled per probe; a and b alternate round by round
+    assert {k: len(m.samples_s) for k, m in out.items()} == {"a": 15, "b": 15}
+    runs = [name for i, name in enumerate(order) if i == 0 or order[i - 1] != name]
+    assert runs == ["a", "b"] * 3

@@ -222,8 +222,8 @@ def interleaved(timers: dict[str, Timer], rounds: int = INTERLEAVE_ROUNDS) -> di
     return out
 
 
-def last_level_cache_bytes(sys_cpu: Path = SYS_CPU) -> int | None:
-    """Size of cpu0's highest-level data/unified cache from sysfs, or None where sysfs has no caches."""
+def _largest_data_cache(sys_cpu: Path, max_sharers: int | None) -> int | None:
+    """Size of cpu0's highest-level data/unified cache shared by at most `max_sharers` CPUs (any when None)."""
     from roofline.detect import parse_size
 
     best: tuple[int, int] | None = None
@@ -232,11 +232,18 @@ def last_level_cache_bytes(sys_cpu: Path = SYS_CPU) -> int | None:
             level = int((index / "level").read_text())
             kind = (index / "type").read_text().strip()
             size = parse_size((index / "size").read_text())
+            sharers = _cpu_count((index / "shared_cpu_list").read_text()) if max_sharers else 0
         except (OSError, ValueError):
             continue
-        if kind != "Instruction" and (best is None or level > best[0]):
+        if kind != "Instruction" and (max_sharers is None or sharers <= max_sharers) and (
+                best is None or level > best[0]):
             best = (level, size)
     return best[1] if best else None
+
+
+def last_level_cache_bytes(sys_cpu: Path = SYS_CPU) -> int | None:
+    """Size of cpu0's highest-level data/unified cache from sysfs, or None where sysfs has no caches."""
+    return _largest_data_cache(sys_cpu, None)
 
 
 def rotation_count(set_bytes: int, flush_bytes: int, max_sets: int = 4096) -> int:
@@ -318,21 +325,8 @@ def _cpu_count(cpu_list: str) -> int:
 def private_cache_bytes(sys_cpu: Path = SYS_CPU) -> int | None:
     """Size of cpu0's largest data cache shared with no other core (only with its SMT siblings): its L2 on
     current x86 and Arm server parts."""
-    from roofline.detect import parse_size
-
     try:
         siblings = _cpu_count((sys_cpu / "cpu0" / "topology" / "thread_siblings_list").read_text())
     except (OSError, ValueError):
         siblings = 1
-    best: tuple[int, int] | None = None
-    for index in (sys_cpu / "cpu0" / "cache").glob("index*"):
-        try:
-            level = int((index / "level").read_text())
-            kind = (index / "type").read_text().strip()
-            size = parse_size((index / "size").read_text())
-            sharers = _cpu_count((index / "shared_cpu_list").read_text())
-        except (OSError, ValueError):
-            continue
-        if kind != "Instruction" and sharers <= siblings and (best is None or level > best[0]):
-            best = (level, size)
-    return best[1] if best else None
+    return _largest_data_cache(sys_cpu, siblings)
