@@ -236,25 +236,14 @@ def _confirm_sizes(points: list[Any], dtype: str) -> list[int]:
     return sorted({max(points, key=lambda p: p.flops_per_s).n, points[-1].n})
 
 
-def _confirmed(first: list[Any], second: list[Any]) -> list[Any]:
-    """Each size re-measured seconds later takes the median of both windows' samples: this shared machine's
-    speed swings between two states within a second (a 512^3 fp32 product: ~95 or ~160 GFLOP/s), so one
-    window can land in either, and a step of a model, timed over many such swings, runs at the typical
-    speed, not the best one."""
-    again = {p.n: p for p in second}
-    return [replace(p, measurement=p.measurement.merged(again[p.n].measurement)) if p.n in again else p
+def _pooled(first: list[Any], second: list[Any], key: Callable[[Any], Any]) -> list[Any]:
+    """Each point re-measured seconds later (matched by `key`: a GEMM size, a bandwidth kernel and working
+    set) takes the median of both windows' samples: this shared machine's speed swings between two states
+    within a second (a 512^3 fp32 product: ~95 or ~160 GFLOP/s), so one window can land in either, and a
+    step of a model, timed over many such swings, runs at the typical speed, not the best one."""
+    again = {key(p): p for p in second}
+    return [replace(p, measurement=p.measurement.merged(again[key(p)].measurement)) if key(p) in again else p
             for p in first]
-
-
-def _pooled_points(first: list[Any], second: list[Any]) -> list[Any]:
-    """Bandwidth points re-measured seconds later pool both windows' samples per (kernel, working set), as
-    GEMM sizes do (`_confirmed`)."""
-    again = {(p.kernel, p.working_set_bytes): p for p in second}
-    out = []
-    for p in first:
-        q = again.get((p.kernel, p.working_set_bytes))
-        out.append(replace(p, measurement=p.measurement.merged(q.measurement)) if q is not None else p)
-    return out
 
 
 def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _: None) -> Calibration:
@@ -327,12 +316,12 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
         second = gemm.sweep("torch", dtype, _confirm_sizes(curves[key], dtype), device=plan.device,
                             llc_bytes=llc, budget_s=plan.gemm_budget_s)
         measurements += [p.measurement for p in second]
-        curves[key] = _confirmed(curves[key], second)
+        curves[key] = _pooled(curves[key], second, lambda p: p.n)
     top = [max(sizes)]
     again = memory.cuda_sweep(top, budget_s=plan.memory_budget_s) if plan.device == "cuda" else memory.sweep(
         top, [k for k in plan.memory_kernels if k != "triad"], budget_s=plan.memory_budget_s)
     measurements += [p.measurement for p in again]
-    points = _pooled_points(points, again)
+    points = _pooled(points, again, lambda p: (p.kernel, p.working_set_bytes))
     plateaus = memory.plateaus(points, totals)
     caches, dram = _plateau_caches(plateaus, warnings)
     details["bandwidth"] = [{"kernel": p.kernel, "working_set_bytes": p.working_set_bytes,

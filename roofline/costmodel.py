@@ -226,13 +226,13 @@ def _fixed_key(kind: str, pass_: str, c: Ceilings, ctx: CostContext) -> str:
     return f"{kind}{layout}{':backward' if pass_ != 'forward' else ''}"
 
 
-def _conv_fixed_s(op: Op, kind: str, pass_: str, call_s: float, ctx: CostContext) -> float:
+def _conv_fixed_s(kind: str, pass_: str, call_s: float, ctx: CostContext, slow2d: bool) -> float:
     """A convolution call's measured fixed cost beyond the per-call host time charged separately; the two
     gradient passes were timed as one call (PyTorch's convolution_backward), so each takes half. PyTorch's
-    batch-1 fallback (`cpu_conv_backend` 'slow2d') is one BLAS call: the GEMM fit's fixed cost applies."""
+    batch-1 fallback (`slow2d`, see `cpu_conv_backend`) is one BLAS call: the GEMM fit's fixed cost applies."""
     c = ctx.ceilings
     fit_fixed = max(0.0, c.gemm_fit.t0_s - c.dispatch_s) if c.gemm_fit else 0.0
-    if not c.is_gpu and cpu_conv_backend(op, c.threads) == "slow2d":
+    if slow2d:
         return fit_fixed
     fixed = c.conv_fixed_s.get(_fixed_key(kind, pass_, c, ctx))
     if fixed is None:
@@ -279,13 +279,14 @@ def blocked_copies(op: Op, pass_: str) -> list[int]:
     return {"forward": [x, y], "backward_input": [y, x], "backward_weight": [x, y]}[pass_]
 
 
-def layout_conversion_s(op: Op, pass_: str, act_bytes: float, ctx: CostContext) -> float:
-    """Seconds a CPU convolution over NCHW tensors spends converting them to oneDNN's channel-blocked layout
-    and back: separate reorder kernels before and after the convolution, so the time adds to it. The rate is
-    calibration's, from the last-level cache when the tensors and their converted copies fit there."""
+def layout_conversion_s(op: Op, pass_: str, act_bytes: float, ctx: CostContext, onednn: bool) -> float:
+    """Seconds a CPU convolution run by oneDNN (`onednn`, see `cpu_conv_backend`) over NCHW tensors spends
+    converting them to its channel-blocked layout and back: separate reorder kernels before and after the
+    convolution, so the time adds to it. The rate is calibration's, from the last-level cache when the
+    tensors and their converted copies fit there."""
     c = ctx.ceilings
     rates = c.layout_conversion_bytes_per_s
-    if op.kind != "conv2d" or c.is_gpu or ctx.channels_last or not rates or cpu_conv_backend(op, c.threads) == "slow2d":
+    if not onednn or ctx.channels_last or not rates:
         return 0.0
     if op.depthwise and _depthwise_kind(c, ctx, pass_) == "depthwise:nchw":  # type: ignore[attr-defined]
         return 0.0  # measured in NCHW, conversion included
@@ -311,7 +312,9 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     depthwise = op.kind == "conv2d" and conv_kind(op) == "depthwise"
     compute_s = 0.0
     l2_bytes = 0.0
-    slow2d = op.kind == "conv2d" and not c.is_gpu and cpu_conv_backend(op, c.threads) == "slow2d"
+    cpu_conv = op.kind == "conv2d" and not c.is_gpu
+    onednn = cpu_conv and cpu_conv_backend(op, c.threads) == "mkldnn"
+    slow2d = cpu_conv and not onednn
     if slow2d:
         notes.append("PyTorch's batch-1 fallback convolution: im2col and one BLAS product, no oneDNN call")
     if views and not depthwise:
@@ -334,7 +337,7 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
                     notes.append(f"measured {key} convolution: {efficiency:.0%} of a GEMM of equal reuse "
                                  f"(n = {reuse:.0f})")
                 # fixed costs per call include the dispatch that host_s charges already
-                fixed = _conv_fixed_s(op, kind, pass_, call_s, ctx) if kind else max(0.0, fit.t0_s - c.dispatch_s)
+                fixed = _conv_fixed_s(kind, pass_, call_s, ctx, slow2d) if kind else max(0.0, fit.t0_s - c.dispatch_s)
                 t = fixed + view.flops / (fit.rate(reuse) * efficiency)
                 compute_s += max(t, view.flops / rate)
             else:
@@ -351,7 +354,7 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
         fixed = 0.0
         if key:
             rate *= c.conv_efficiency[key]
-            fixed = _conv_fixed_s(op, "depthwise", pass_, call_s, ctx)
+            fixed = _conv_fixed_s("depthwise", pass_, call_s, ctx, slow2d)
             notes.append(f"measured {key} efficiency {c.conv_efficiency[key]:.0%}")
         elif depthwise:
             notes.append("depthwise: no channel reduction, direct stencil on vector units")
@@ -379,7 +382,7 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     if c.page_fault_bytes_per_s:
         written = [float(traffic.activations_written) * ctx.activation_bytes,
                    float(traffic.weights_written) * ctx.weight_bytes]
-        if op.kind == "conv2d" and not ctx.channels_last and cpu_conv_backend(op, c.threads) == "mkldnn":
+        if onednn and not ctx.channels_last:
             written += [float(e) * ctx.activation_bytes for e in blocked_copies(op, pass_)]
         fresh_bytes = sum(b for b in written if b >= MMAP_THRESHOLD_BYTES)
         if fresh_bytes:
@@ -388,7 +391,7 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
                          f"{c.page_fault_bytes_per_s / 1e9:.2g} GB/s first touch")
     host_s = call_s * launches
     launch_s = c.launch_s * launches if c.is_gpu else 0.0
-    layout_s = layout_conversion_s(op, pass_, act_bytes, ctx)
+    layout_s = layout_conversion_s(op, pass_, act_bytes, ctx, onednn)
     if layout_s:
         notes.append(f"NCHW activations: {act_bytes / 1e6:.3g} MB converted to the blocked layout and back "
                      f"({layout_s * 1e3:.3g} ms; use channels_last)")

@@ -113,6 +113,6 @@ def test_remeasured_bandwidth_pools_both_windows_samples():
     # copy@64: samples 1, 2, 9 (first window) and 3, 4 (second) -> median of 1, 2, 3, 4, 9 = 3 s
     first = [point("copy", 64, 1.0, 2.0, 9.0), point("copy", 8, 5.0)]
     second = [point("copy", 64, 3.0, 4.0)]
-    kept = calibrate._pooled_points(first, second)
+    kept = calibrate._pooled(first, second, lambda p: (p.kernel, p.working_set_bytes))
     assert [p.measurement.median for p in kept] == [3.0, 5.0]
     assert kept[0].measurement.samples_s == (1.0, 2.0, 9.0, 3.0, 4.0)
