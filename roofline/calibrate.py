@@ -284,6 +284,10 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     measurements += [p.measurement for p in skinny]
     details["skinny_gemm_fp32"] = [{"small": p.small, "other": p.other, "flops_per_s": p.flops_per_s}
                                    for p in skinny]
+    outer = gemm.outer_sweep(plan.device, plan.memory_budget_s, llc)
+    measurements += [p.measurement for p in outer]
+    details["outer_gemm_fp32"] = [{"inner": p.small, "other": p.other, "flops_per_s": p.flops_per_s}
+                                  for p in outer]
 
     on_step("memory")
     if llc is None:
@@ -300,7 +304,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     on_step("conv")
     conv_results = [conv.measure(s, plan.device, plan.conv_budget_s) for s in conv.shapes(plan.quick)]
     measurements += [m for r in conv_results for m in (r.measurement, r.training)]
-    conv_fixed, fixed_measurements = conv.fixed_costs(plan.device, plan.conv_budget_s)
+    conv_fixed, conv_fixed_back_to_back, fixed_measurements = conv.fixed_costs(plan.device, plan.conv_budget_s)
     measurements += fixed_measurements
 
     conversion: dict[str, float] = {}
@@ -333,7 +337,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
                        for key, c in curves.items()}
 
     fp32_fit = fit_gemm_curve(monotone_curve([(p.n, p.flops_per_s) for p in curves["torch fp32"]]))
-    conv_eff = conv.efficiencies(conv_results, conv_fixed, fp32_fit, peak["fp32"])
+    conv_eff = conv.efficiencies(conv_results, conv_fixed_back_to_back, fp32_fit, peak["fp32"])
     details["conv"] = [{"kind": r.shape.key, "flops": r.shape.flops, "flops_per_s": r.flops_per_s}
                        for r in conv_results]
 
@@ -380,6 +384,8 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
                      for key, c in curves.items() if key.startswith("torch")},
         skinny_gemm_fp32=[MeasuredSkinnyGemmPoint(small=p.small, other=p.other, flops_per_s=p.flops_per_s)
                           for p in skinny],
+        outer_gemm_fp32=[MeasuredSkinnyGemmPoint(small=p.small, other=p.other, flops_per_s=p.flops_per_s)
+                         for p in outer],
         conv_efficiency=conv_eff, conv_fixed_s=conv_fixed, host_to_device_bytes_per_s=h2d,
         kernel_bytes_per_s={r.key: r.bytes_per_s for r in rates},
         dispatch_s_by_kind={kind: m.median for kind, m in by_kind.items()},

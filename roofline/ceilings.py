@@ -57,6 +57,8 @@ class Ceilings:
     """Hockney's model fitted to `gemm_curve`: what the cost model applies to GEMM-like ops when measured."""
     skinny_gemm: tuple[tuple[int, int, float], ...] = ()
     """Measured (small, other, FLOP/s) of (small x other) @ (other x other) products at this dtype (fp32)."""
+    outer_gemm: tuple[tuple[int, int, float], ...] = ()
+    """Measured (inner, other, FLOP/s) of (other x inner) @ (inner x other) products into a cold output (fp32)."""
     conv_efficiency: dict[str, float] = field(default_factory=dict)
     conv_fixed_s: dict[str, float] = field(default_factory=dict)
     """Measured fixed seconds per convolution call by efficiency key, dispatch included (see Measured)."""
@@ -268,6 +270,8 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
         matrix_flops_per_s=matrix_value, vector_flops_per_s=vector_value, alignment_elements=alignment,
         gemm_curve=curve, gemm_fit=fit_gemm_curve(curve),
         skinny_gemm=tuple((p.small, p.other, p.flops_per_s) for p in measured.skinny_gemm_fp32)
+        if measured and dtype == "fp32" else (),
+        outer_gemm=tuple((p.small, p.other, p.flops_per_s) for p in measured.outer_gemm_fp32)
         if measured and dtype == "fp32" else (),
         conv_efficiency=dict(measured.conv_efficiency) if measured else {},
         conv_fixed_s=dict(measured.conv_fixed_s) if measured else {},

@@ -12,6 +12,7 @@ device work on a GPU and adds to it on a CPU). Each mechanism is named where it 
   partly idle; split-K recovers parallelism for short, deep products;
 - hierarchical memory: compulsory bytes at the level that holds the working set (eager frameworks write
   each op's output to memory; the next op finds it in cache when it fits), GEMM panel re-reads at L2;
+  weights at the level that holds their reuse distance, the whole step's footprint;
 - depthwise convolutions have no channel reduction to feed a GEMM and run as a direct stencil on the
   vector units;
 - layout: tensor-core convolutions run in NHWC; given PyTorch's default NCHW tensors, cuDNN transposes
@@ -83,8 +84,10 @@ class CostContext:
     """Bytes per activation element at this precision."""
     weight_bytes: int
     """Bytes per weight element the kernels read (fp16 copies under AMP)."""
-    model_weight_bytes: float = 0.0
-    """All weights of the model: they stay cache-resident between steps only if they fit."""
+    weight_reuse_bytes: float = 0.0
+    """Bytes a step touches between two uses of one weight (all weights and every activation the step
+    writes): a weight is read once per step, so it stays in the smallest level that holds all of them; an
+    LRU cache cycled through more than it holds keeps none of it."""
     channels_last: bool = False
     """Activations stored NHWC (`model.to(memory_format=torch.channels_last)`), as tensor-core kernels want."""
     notes: list[str] = field(default_factory=list)
@@ -240,13 +243,22 @@ def _conv_fixed_s(kind: str, pass_: str, call_s: float, ctx: CostContext, slow2d
     return max(0.0, fixed - call_s) / (2 if pass_ != "forward" else 1)
 
 
-def skinny_gemm_rate(view: GemmView, c: Ceilings) -> float | None:
-    """The measured skinny-GEMM surface's rate for a view whose smallest dimension it covers (1 to 64 rows),
-    at the geometric mean of the other two dimensions; None otherwise."""
+def skinny_gemm_rate(view: GemmView, c: Ceilings) -> tuple[float, str] | None:
+    """The measured rate for a view whose smallest dimension a measured surface covers (1 to 64), at the
+    geometric mean of the other two dimensions, with the note that says which; None otherwise. A short
+    inner dimension (a weight gradient at a small batch) writes a large output from little work and has
+    its own surface; a few rows or columns (a small batch through a layer) stream the weight: the few-rows
+    surface."""
     small = min(view.m, view.n, view.k)
-    if not c.skinny_gemm or small <= 0:
+    outer = view.k == small and view.k < min(view.m, view.n) and bool(c.outer_gemm)
+    surface = c.outer_gemm if outer else c.skinny_gemm
+    if not surface or small <= 0:
         return None
-    return skinny_rate(c.skinny_gemm, float(small), math.sqrt(float(view.m) * float(view.n) * float(view.k) / small))
+    rate = skinny_rate(surface, float(small), math.sqrt(float(view.m) * float(view.n) * float(view.k) / small))
+    if rate is None:
+        return None
+    what = f"inner dimension {small}: measured outer-product" if outer else f"{small}-row product: measured skinny-GEMM"
+    return rate, f"{what} rate {rate / 1e9:.3g} GFLOP/s"
 
 
 def _depthwise_kind(c: Ceilings, ctx: CostContext, pass_: str) -> str:
@@ -326,9 +338,8 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
             skinny = skinny_gemm_rate(view, c) if kind is None and not why else None
             if skinny:
                 # the surface was timed per torch call, dispatch included, which host_s charges already
-                notes.append(f"{min(view.m, view.n, view.k)}-row product: measured skinny-GEMM rate "
-                             f"{skinny / 1e9:.3g} GFLOP/s")
-                compute_s += max(view.flops / skinny - c.dispatch_s, view.flops / rate)
+                notes.append(skinny[1])
+                compute_s += max(view.flops / skinny[0] - c.dispatch_s, view.flops / rate)
             elif c.gemm_fit and not why:
                 fit, reuse = c.gemm_fit, view.equivalent_n
                 key = _efficiency_key(c, kind, pass_) if kind and not slow2d else None
@@ -366,7 +377,7 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
                      "(use channels_last)")
         act_bytes += transposed
     act_level = _level_for(c.levels, act_bytes + w_bytes, c.is_gpu)
-    weight_level = _level_for(c.levels, ctx.model_weight_bytes or w_bytes, c.is_gpu)
+    weight_level = _level_for(c.levels, max(ctx.weight_reuse_bytes, w_bytes), c.is_gpu)
     memory_s = act_bytes / act_level.bandwidth_bytes_per_s + w_bytes / weight_level.bandwidth_bytes_per_s
     level_name = act_level.name if act_bytes >= w_bytes else weight_level.name
     kernel_rate = c.kernel_bytes_per_s.get(op.kernel) if pass_ == "forward" and not views else None

@@ -124,6 +124,18 @@ def needs_pass(index: int, pass_: str, ops: list[Op]) -> bool:
     return index > first or (index == first and pass_ == "backward_weight")
 
 
+def written_bytes(ops: list[Op], passes: tuple[str, ...], activation_bytes: int, weight_bytes: int) -> float:
+    """Bytes every pass of a step writes (activations, and gradients when training): with the weights, what
+    passes through the caches between two uses of one weight."""
+    total = 0.0
+    for pass_ in passes:
+        for index, op in enumerate(ops):
+            if needs_pass(index, pass_, ops):
+                t = op.traffic(pass_)
+                total += float(t.activations_written) * activation_bytes + float(t.weights_written) * weight_bytes
+    return total
+
+
 def op_costs(ops: list[Op], passes: tuple[str, ...], ctx: CostContext) -> list[OpCost]:
     """Every pass of every op, in execution order. Models repeat layers of one shape (ResNet-50's 175 ops
     have 49 distinct shapes, BERT's 227 have 17), and a cost is a pure function of shape, pass and
@@ -176,10 +188,11 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     params = float(workload.params())
     amp = precision.master_weight_bytes > precision.storage_bytes
     weight_bytes = precision.storage_bytes
-    ctx = CostContext(c, precision.storage_bytes, weight_bytes, model_weight_bytes=params * weight_bytes,
-                      channels_last=opts.channels_last)
     passes = PASSES if opts.train else ("forward",)
     ops = workload.ops if opts.train else workload.inference_ops()
+    reuse = params * weight_bytes + written_bytes(ops, passes, precision.storage_bytes, weight_bytes)
+    ctx = CostContext(c, precision.storage_bytes, weight_bytes, weight_reuse_bytes=reuse,
+                      channels_last=opts.channels_last)
     costs = op_costs(ops, passes, ctx)
     ptensors = _param_tensors(workload)
     optimizer_s = amp_cast_s = 0.0

@@ -252,3 +252,25 @@ def test_interleaved_probes_pool_their_rounds_round_robin():
     assert {k: len(m.samples_s) for k, m in out.items()} == {"a": 15, "b": 15}
     runs = [name for i, name in enumerate(order) if i == 0 or order[i - 1] != name]
     assert runs == ["a", "b"] * 3
+
+
+def test_rotated_cold_probes_alternate_call_by_call_with_a_setup_before_each():
+    from roofline.bench.timing import rotated
+
+    events = []
+    clock = FakeClock(forever(10e-6))
+
+    def probe(name):
+        def setup():
+            events.append("setup")
+            clock.now += 1.0  # the sweep: outside every sample, and outside the budget's reach to matter
+        return Timer(lambda: (events.append(name), clock.fn()), clock=clock, setup=setup, budget_s=1e3,
+                     max_repeats=4)
+
+    out = rotated({"a": probe("a"), "b": probe("b")})
+    calls = [e for e in events if e != "setup"]
+    # one warm-up call each, then a, b, a, b ...: every call follows the other probe's call
+    assert calls == ["a", "b"] * 5
+    assert events == ["setup", "a", "setup", "b"] * 5
+    assert all(m.number == 1 and m.cold and m.stop_reason == "max_repeats" for m in out.values())
+    assert out["a"].samples_s == pytest.approx((10e-6,) * 4)

@@ -180,3 +180,19 @@ def test_nchw_depthwise_backward_takes_its_own_measured_kernel_without_conversio
     assert backward.device_s == pytest.approx(flops / (0.05 * c.vector_flops_per_s))
     channels_last = op_cost(dw, "backward_input", CostContext(c, 4, 4, channels_last=True))
     assert channels_last.device_s == pytest.approx(flops / (0.25 * c.vector_flops_per_s))
+
+
+def test_weights_come_from_the_level_that_holds_the_whole_step(textbook):
+    from roofline.ceilings import Level
+    from roofline.ops import Linear
+
+    c = replace(textbook, levels=(Level("L1", 64 * 2**10, 400e9), Level("L3", 32 * 2**20, 150e9),
+                                           Level("DRAM", 2**34, 20e9)))
+    fc = Linear("fc", batch=1, in_features=1024, out_features=1024, bias=False)  # a 4 MiB weight, 8 KiB in + out
+    act, weight = 2 * 1024 * 4, 1024 * 1024 * 4
+    # the step touches 16 MiB between two uses of the weight: it stays in the 32 MiB L3
+    fits = op_cost(fc, "forward", CostContext(c, 4, 4, weight_reuse_bytes=16 * 2**20))
+    assert fits.memory_s == pytest.approx(act / 150e9 + weight / 150e9)
+    # 64 MiB cycle through a 32 MiB LRU cache between two uses: the weight is read from DRAM every step
+    spills = op_cost(fc, "forward", CostContext(c, 4, 4, weight_reuse_bytes=64 * 2**20))
+    assert spills.memory_s == pytest.approx(act / 150e9 + weight / 20e9)

@@ -67,3 +67,27 @@ def test_linear_layer_at_batch_four_runs_at_the_measured_skinny_rate():
     assert cost.compute_s == pytest.approx(2 * 4 * 1024 * 1024 / 30e9)
     big = Linear("fc", batch=256, in_features=1024, out_features=1024, bias=False)
     assert "skinny" not in " ".join(op_cost(big, "forward", CostContext(c, 4, 4)).notes)
+
+
+def test_weight_gradient_at_batch_eight_runs_at_the_measured_outer_product_rate():
+    from dataclasses import replace
+
+    from roofline.ceilings import ceilings_for
+    from roofline.costmodel import CostContext, op_cost
+    from roofline.hardware import find_profile
+    from roofline.ops import Linear
+    from roofline.precision import get_precision
+
+    c = ceilings_for(find_profile("textbook", "cpu"), get_precision("fp32"))
+    c = replace(c, skinny_gemm=((1, 1024, 20e9), (64, 1024, 120e9)),
+                outer_gemm=((1, 1024, 5e9), (8, 1024, 10e9), (64, 1024, 80e9)), dispatch_s=0.0)
+    op = Linear("fc", batch=8, in_features=1024, out_features=1024, bias=False)
+    # dW = dY^T X: (1024 x 8) @ (8 x 1024), inner dimension 8: 2 x 1024^2 x 8 FLOPs at 10 GFLOP/s
+    dw = op_cost(op, "backward_weight", CostContext(c, 4, 4))
+    assert dw.compute_s == pytest.approx(2 * 1024 * 1024 * 8 / 10e9)
+    assert "outer-product" in " ".join(dw.notes)
+    # the forward and the input gradient (8 rows through a 1024 x 1024 weight) stay on the few-rows surface
+    fwd = op_cost(op, "forward", CostContext(c, 4, 4))
+    # 8 rows lie halfway between 1 and 64 in log space: sqrt(20e9 x 120e9) FLOP/s
+    assert fwd.compute_s == pytest.approx(2 * 8 * 1024 * 1024 / (20e9 * 120e9) ** 0.5)
+    assert "8-row product" in " ".join(fwd.notes)

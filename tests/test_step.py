@@ -142,3 +142,13 @@ def test_resnet50_train_slower_than_inference_and_fp16_faster(v100, resnet50):
     assert train_amp.step_time_s < train32.step_time_s
     # ResNet-50 has 25.6e6 parameters (torchvision); amp casts read 4 B and write 2 B of each over 900e9 B/s
     assert train_amp.amp_cast_s >= 6 * 25.5e6 / HBM
+
+
+def test_bytes_a_step_writes_closed_form():
+    from roofline.step import PASSES, written_bytes
+
+    ops = deep_mlp().ops
+    # inference: each of the 4 layers writes its 8192 x 4096 output
+    assert written_bytes(ops, ("forward",), 2, 2) == LAYERS * ROWS * WIDTH * 2
+    # training adds 3 input gradients (the first layer's input needs none) and 4 weight gradients
+    assert written_bytes(ops, PASSES, 2, 4) == (LAYERS + LAYERS - 1) * ROWS * WIDTH * 2 + LAYERS * WIDTH**2 * 4

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from roofline.bench.timing import Measurement, Timer, interleaved
+from roofline.bench.timing import Measurement, Timer, interleaved, rotated
 from roofline.ceilings import GemmFit
 from roofline.ops.base import GemmView
 
@@ -181,23 +181,36 @@ def measure(shape: ConvShape, device: str = "cpu", budget_s: float = 0.3) -> Con
     return ConvResult(shape, forward.measure(), training.measure())
 
 
-def fixed_costs(device: str = "cpu", budget_s: float = 0.2) -> tuple[dict[str, float], list[Measurement]]:
-    """Seconds per call of each kind's `FIXED_PROBES` shape, dispatch included, called cold on a CPU as a
-    model calls it and round-robin (`timing.interleaved`): 'kind' and 'kind:backward' channels-last,
-    'kind:nchw' and 'kind:nchw:backward' over NCHW tensors (the backward: the forward + backward median less
-    the forward's)."""
-    timers: dict[str, Timer] = {}
+def fixed_costs(device: str = "cpu", budget_s: float = 0.2) -> tuple[dict[str, float], dict[str, float],
+                                                                      list[Measurement]]:
+    """Seconds per call of each kind's `FIXED_PROBES` shape, dispatch included: 'kind' and 'kind:backward'
+    channels-last, 'kind:nchw' and 'kind:nchw:backward' over NCHW tensors (the backward: the forward +
+    backward median less the forward's). Two figures per key, as (in context, back to back, measurements):
+    in context, each call cold and in rotation with the other probes (`timing.rotated`), as a model calls
+    its layers, which predictions charge; back to back, the state `measure` times the efficiency shapes
+    in, which `efficiencies` takes out of them (measured here: 50-110 us in context against 20-60 us back
+    to back; taking the first out of back-to-back times left some 1x1 shapes with almost no work)."""
+    cold: dict[str, Timer] = {}
+    warm: dict[str, Timer] = {}
     for probe in FIXED_PROBES:
         for channels_last in (True, False):
             shape = replace(probe, channels_last=channels_last)
-            timers[shape.key], timers[f"{shape.key}:training"] = _timers(shape, device, budget_s, cold=device == "cpu")
-    measured = interleaved(timers)
+            cold[shape.key], cold[f"{shape.key}:training"] = _timers(shape, device, budget_s, cold=device == "cpu")
+            warm[shape.key], warm[f"{shape.key}:training"] = _timers(shape, device, budget_s, cold=False)
+    in_context = rotated(cold) if device == "cpu" else interleaved(cold)
+    back_to_back = interleaved(warm) if device == "cpu" else in_context
+    measured = list(in_context.values()) + (list(back_to_back.values()) if device == "cpu" else [])
+    return _per_pass(in_context), _per_pass(back_to_back), measured
+
+
+def _per_pass(measured: dict[str, Measurement]) -> dict[str, float]:
+    """'key' -> forward seconds and 'key:backward' -> (forward + backward) - forward, from a probe's timers."""
     out: dict[str, float] = {}
     for key, m in measured.items():
         if not key.endswith(":training"):
             out[key] = m.median
             out[f"{key}:backward"] = max(measured[f"{key}:training"].median - m.median, 1e-12)
-    return out, list(measured.values())
+    return out
 
 
 def _ideal_s(shape: ConvShape, flops: float, fp32_fit: GemmFit | None, fp32_peak_flops_per_s: float) -> float:

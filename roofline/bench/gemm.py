@@ -105,7 +105,10 @@ def probe_s(call: Callable[[], object], sync: Callable[[], object] | None = None
 
 def sweep(library: str, dtype: str, sizes: Sequence[int], *, device: str = "cpu", llc_bytes: int | None = None,
           budget_s: float = 0.3, max_call_s: float = 0.05) -> list[GemmPoint]:
-    """Time n x n GEMMs for each size until one call exceeds max_call_s; returns the points measured."""
+    """Time n x n GEMMs for each size until one call exceeds max_call_s; returns the points measured, in
+    size order. The sizes are timed round-robin (`timing.interleaved`): measured one after another, a slow
+    spell of this shared machine landed on one or two sizes and bent the curve (256^3 read 92 GFLOP/s in
+    one calibration and 143 in the one before, with 512^3 at 155 in both)."""
     sync = None
     if device == "cuda":
         import torch
@@ -115,17 +118,19 @@ def sweep(library: str, dtype: str, sizes: Sequence[int], *, device: str = "cpu"
             torch.backends.cuda.matmul.allow_tf32 = True
         elif dtype == "fp32":
             torch.backends.cuda.matmul.allow_tf32 = False
-    points: list[GemmPoint] = []
+    timers: dict[int, Timer] = {}
+    last_rate = 0.0
     for n in sizes:
-        if points and gemm_flops(n, n, n) / points[-1].flops_per_s > max_call_s:
+        if last_rate and gemm_flops(n, n, n) / last_rate > max_call_s:
             break  # the last size's rate already says a call would be too long (CPU fp16: seconds)
         call = _numpy_call(dtype, n, llc_bytes) if library == "numpy" else _torch_call(dtype, n, device, llc_bytes)
-        if probe_s(call, sync) > max_call_s and points:
+        one_call_s = probe_s(call, sync)
+        if one_call_s > max_call_s and timers:
             break
-        timer = Timer(call, label=f"{library} {dtype} gemm n={n}", work=gemm_flops(n, n, n), work_unit="FLOP",
-                      budget_s=budget_s, sync=sync)
-        points.append(GemmPoint(library, dtype, n, timer.measure()))
-    return points
+        last_rate = gemm_flops(n, n, n) / one_call_s if one_call_s > 0 else 0.0
+        timers[n] = Timer(call, label=f"{library} {dtype} gemm n={n}", work=gemm_flops(n, n, n), work_unit="FLOP",
+                          budget_s=budget_s, sync=sync)
+    return [GemmPoint(library, dtype, n, m) for n, m in interleaved(timers).items()]
 
 
 SKINNY_SMALL = (1, 4, 16, 64)
@@ -169,3 +174,33 @@ def skinny_sweep(device: str = "cpu", budget_s: float = 0.2, smalls: Sequence[in
                                          sync=sync)
     # round-robin, so that a slow spell of this shared machine does not land on one point of the surface
     return [SkinnyPoint(small, other, m) for (small, other), m in interleaved(timers).items()]
+
+
+OUTER_INNER = (1, 8, 64)
+OUTER_SIDE = (512, 2048)
+"""The short-inner-dimension surface: (o x k) @ (k x o) for k from 1 to 64 (a linear layer's weight gradient
+dW = dY^T X at batch k) and o from a 1 MiB to a 16 MiB output."""
+
+
+def outer_sweep(device: str = "cpu", budget_s: float = 0.2, llc_bytes: int | None = None,
+                inners: Sequence[int] = OUTER_INNER, sides: Sequence[int] = OUTER_SIDE) -> list[SkinnyPoint]:
+    """Time fp32 products whose inner dimension is a few elements. Neither the square curve nor the few-rows
+    surface describes them: each output element is the sum of k products, so the product is bound by writing
+    an o x o output it has not touched since the last step (each call writes into the next of output copies
+    spanning `timing.FLUSH_FACTOR` x the last-level cache). Measured here: 2048x8 @ 8x512 takes 205 us
+    with its output in cache and 750 us with it in DRAM (22 GFLOP/s), where (8 x 1024) @ (1024 x 1024),
+    the few-rows surface's nearest point, runs at 50-110 GFLOP/s."""
+    import torch
+
+    sync = torch.cuda.synchronize if device == "cuda" else None
+    timers = {}
+    for side in sides:
+        for inner in inners:
+            a = torch.randn(side, inner, device=device)
+            b = torch.randn(inner, side, device=device)
+            outs = Rotation(lambda s=side: torch.zeros(s, s, device=device), 4 * side * side, llc_bytes)
+            timers[inner, side] = Timer(lambda a=a, b=b, outs=outs: torch.mm(a, b, out=outs.next()),
+                                        label=f"torch fp32 gemm {side}x{inner}x{side}",
+                                        work=gemm_flops(side, side, inner), work_unit="FLOP", budget_s=budget_s,
+                                        sync=sync)
+    return [SkinnyPoint(inner, side, m) for (inner, side), m in interleaved(timers).items()]

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.bench.timing import Measurement, Timer, interleaved
+from roofline.bench.timing import Measurement, Timer, interleaved, rotated
 from roofline.ops import Activation, AdaptiveAvgPool2d, BatchNorm, Elementwise, LayerNorm, Op, Pool2d
 
 CHANNELS = 64
@@ -116,7 +116,7 @@ def dispatch_by_kind(device: str = "cpu", budget_s: float = 0.2) -> dict[str, Me
     timers = {kind: Timer(call, label=f"dispatch {kind}", work=1, work_unit="call", budget_s=budget_s, setup=cold)
               for kind, call in calls.items()}
     with torch.no_grad():
-        return interleaved(timers)
+        return rotated(timers) if device == "cpu" else interleaved(timers)
 
 
 FAULT_PROBE_BYTES = 64 * 2**20

@@ -54,6 +54,10 @@ def render_calibration(result: Any, path: Path, console: Any) -> None:
     if m.skinny_gemm_fp32:
         console.print("fp32 products of few rows, (rows x side) @ (side x side): " + ", ".join(
             f"{p.small}x{p.other} {format_si(p.flops_per_s, 'FLOP/s')}" for p in m.skinny_gemm_fp32))
+    if m.outer_gemm_fp32:
+        console.print("fp32 products of a short inner dimension into a cold output, (side x inner) @ (inner x "
+                      "side): " + ", ".join(f"{p.small}x{p.other} {format_si(p.flops_per_s, 'FLOP/s')}"
+                                            for p in m.outer_gemm_fp32))
     if m.layout_conversion_bytes_per_s:
         console.print("NCHW convolution layout conversion (activation bytes): "
                       + ", ".join(f"{k} {format_si(v, 'B/s')}" for k, v in m.layout_conversion_bytes_per_s.items()))

@@ -154,6 +154,9 @@ class Measured(_Strict):
     skinny_gemm_fp32: list[MeasuredSkinnyGemmPoint] = []
     """fp32 products with a dimension of 1 to 64 (a small batch through a linear layer), which the square
     curve does not describe."""
+    outer_gemm_fp32: list[MeasuredSkinnyGemmPoint] = []
+    """fp32 (other x small) @ (small x other) products, inner dimension 1 to 64, output cold (a linear
+    layer's weight gradient at a small batch): bound by writing the output, not by the few-rows surface."""
     conv_efficiency: dict[str, float] = {}
     """shape kind ('3x3', '1x1', 'stem') -> measured FLOP/s over the fp32 GEMM curve at the implicit GEMM's
     equivalent square size; 'depthwise' -> measured FLOP/s over the fp32 peak (no GEMM to compare with);
