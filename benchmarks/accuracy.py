@@ -106,6 +106,16 @@ def calibrated_speed(summary: dict[str, Any]) -> str:
     return f"{curve[SPEED_PROBE_N] / 1e9:.0f}" if SPEED_PROBE_N in curve else "no 512 point"
 
 
+def input_text(inputs: dict[str, int]) -> str:
+    """The input a case ran at: images of `input_size` pixels a side, or `seq_len` tokens; '-' for the
+    model's own (the MLP's 512 features)."""
+    if "input_size" in inputs:
+        return f"{inputs['input_size']} px"
+    if "seq_len" in inputs:
+        return f"{inputs['seq_len']} tokens"
+    return "-"
+
+
 def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
     first = results[0]
     env = first["environment"]
@@ -128,9 +138,9 @@ def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         "at every allocation: outputs, gradients and oneDNN's blocked copies). "
         "Per-kind columns: predicted vs torch.profiler self time (ms per step), the three kinds with the "
         "largest absolute difference; 'other' is profiled time the kind table does not attribute.", "",
-        "| model | mode | batch | predicted ms | measured ms | passes ms | spread | load | speed | "
+        "| model | input | mode | batch | predicted ms | measured ms | passes ms | spread | load | speed | "
         "fresh MB meas / pred | error | worst kinds (pred vs meas ms) |",
-        "|---|---|---:|---:|---:|---|---:|---|---|---:|---:|---|",
+        "|---|---|---|---:|---:|---:|---|---:|---|---|---:|---:|---|",
     ]
     for res in results:
         mode = "train" if res["train"] else "infer"
@@ -139,7 +149,8 @@ def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
             passes = ", ".join(_ms(m) for m in run["pass_measured_s"])
             loads = ", ".join(f"{v:.1f}" for v in run["load_avg_1min"])
             speeds = ", ".join(f"{v / 1e9:.0f}" for v in run["speed_probe_flops_per_s"])
-            lines.append(f"| {res['model']} | {mode} | {run['batch_size']} | {_ms(run['predicted_s'])} | "
+            lines.append(f"| {res['model']} | {input_text(res.get('inputs', {}))} | {mode} | {run['batch_size']} | "
+                         f"{_ms(run['predicted_s'])} | "
                          f"{_ms(run['measured_s'])} | {passes} | {'-' if spread is None else f'{spread:.0%}'} | "
                          f"{loads} | {speeds} | "
                          f"{_mb(run['fresh_page_bytes_per_step'])} / "
@@ -221,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
             req = ModelRequest(model=model, input_size=inputs.get("input_size"), seq_len=inputs.get("seq_len"))
             passes[number][index] = measure_case(req, train, batches)
-    results = [pooled(passes[0][i], passes[1][i]) for i in range(len(cases))]
+    results = [{**pooled(passes[0][i], passes[1][i]), "inputs": cases[i][3]} for i in range(len(cases))]
     errors = [abs(r["error_pct"]) for res in results for r in res["runs"]]
     summary = {"runs": len(errors), "median_abs_error_pct": statistics.median(errors),
                "max_abs_error_pct": max(errors), "elapsed_s": time.perf_counter() - started}
