@@ -21,7 +21,7 @@ def add_parser(subparsers) -> None:
                               "working set, convolutions, dispatch and sync overheads, host<->device copies "
                               "on CUDA) and write the measured ceilings into a profile.")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="what to measure (default cpu)")
-    p.add_argument("--quick", action="store_true", help="sparser sweeps, shorter budgets (about 15 s on a CPU)")
+    p.add_argument("--quick", action="store_true", help="sparser sweeps, shorter budgets (about 25 s on a 2-core CPU)")
     p.add_argument("--out", metavar="FILE", help="where to write the profile (default: the calibrated directory)")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     p.add_argument("--hw", metavar="NAME|PATH", help="datasheet GPU profile to calibrate (default: matched)")
