@@ -115,24 +115,22 @@ def drained_pipeline_s(costs: list[OpCost]) -> float:
     return max(finish, queued)
 
 
-def needs_pass(index: int, pass_: str, ops: list[Op]) -> bool:
-    """Autograd differentiates only what depends on a parameter: ops before the first layer with weights get
-    no backward at all, and that first layer computes its weight gradient but no gradient for its input."""
-    if pass_ == "forward":
-        return True
+def executed(ops: list[Op], passes: tuple[str, ...]) -> list[tuple[str, Op]]:
+    """(pass, op) pairs a step runs, in execution order. Autograd differentiates only what depends on a
+    parameter: ops before the first layer with weights get no backward at all, and that first layer
+    computes its weight gradient but no gradient for its input."""
     first = next((i for i, op in enumerate(ops) if op.params()), len(ops))
-    return index > first or (index == first and pass_ == "backward_weight")
+    return [(pass_, op) for pass_ in passes for index, op in enumerate(ops)
+            if pass_ == "forward" or index > first or (index == first and pass_ == "backward_weight")]
 
 
 def written_bytes(ops: list[Op], passes: tuple[str, ...], activation_bytes: int, weight_bytes: int) -> float:
     """Bytes every pass of a step writes (activations, and gradients when training): with the weights, what
     passes through the caches between two uses of one weight."""
     total = 0.0
-    for pass_ in passes:
-        for index, op in enumerate(ops):
-            if needs_pass(index, pass_, ops):
-                t = op.traffic(pass_)
-                total += float(t.activations_written) * activation_bytes + float(t.weights_written) * weight_bytes
+    for pass_, op in executed(ops, passes):
+        t = op.traffic(pass_)
+        total += float(t.activations_written) * activation_bytes + float(t.weights_written) * weight_bytes
     return total
 
 
@@ -142,22 +140,19 @@ def op_costs(ops: list[Op], passes: tuple[str, ...], ctx: CostContext) -> list[O
     context, so each distinct one is computed once and renamed for its other occurrences."""
     memo: dict[Hashable, OpCost] = {}
     out = []
-    for pass_ in passes:
-        for index, op in enumerate(ops):
-            if not needs_pass(index, pass_, ops):
-                continue
-            key: Hashable | None = (pass_, type(op), *[v for k, v in vars(op).items() if k != "name"])
-            try:
-                cost = memo.get(key)
-            except TypeError:  # a field that cannot be hashed: cost it every time
-                key = cost = None
-            if cost is None:
-                cost = op_cost(op, pass_, ctx)
-                if key is not None:
-                    memo[key] = cost
-            elif cost.name != op.name:
-                cost = replace(cost, name=op.name)
-            out.append(cost)
+    for pass_, op in executed(ops, passes):
+        key: Hashable | None = (pass_, type(op), *[v for k, v in vars(op).items() if k != "name"])
+        try:
+            cost = memo.get(key)
+        except TypeError:  # a field that cannot be hashed: cost it every time
+            key = cost = None
+        if cost is None:
+            cost = op_cost(op, pass_, ctx)
+            if key is not None:
+                memo[key] = cost
+        elif cost.name != op.name:
+            cost = replace(cost, name=op.name)
+        out.append(cost)
     return out
 
 

@@ -227,8 +227,9 @@ def rotated(timers: dict[str, Timer]) -> dict[str, Measurement]:
 
     A layer of a model runs after other kinds of layer, whose code (the dispatcher's and the kernel library's
     paths, the Python objects of another module) took its place in the private caches and branch predictors.
-    A data sweep between two calls of the same probe evicts the data but leaves the code warm: measured here,
-    a one-element BatchNorm costs 14 us swept and 50-57 us rotated among other kinds, a ReLU 5 and 20-23 us.
+    A data sweep between two calls of the same probe evicts the data but leaves the code warm: measured here
+    by `kernels.dispatch_by_kind`, a one-element BatchNorm costs 14 us swept and 20 us rotated among the
+    other kinds, a ReLU 5.3 and 7.1 us (and 43-57 and 19-23 us rotated among heavier layers).
     Stops when every probe has `max_repeats` samples or the timers' summed budget is spent."""
     for timer in timers.values():
         timer._time(1)
