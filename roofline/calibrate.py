@@ -13,9 +13,10 @@ import importlib.metadata
 import platform
 import re
 import socket
+import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -147,8 +148,8 @@ class Plan:
         return gemm.QUICK_SIZES if self.quick else gemm.FULL_SIZES
 
     def steps(self) -> list[str]:
-        """Step names in order: the progress bar's total and labels."""
-        names = ["gemm", "memory", "conv", "confirm", "kernels", "dispatch", "sync"]
+        """Step names in order: the progress bar's total and labels (`run` calls its `on_step` with each)."""
+        names = ["round 1", "dtypes", "round 2", "memory", "round 3", "confirm", "overheads"]
         if self.device == "cuda":
             names.append("copies")
         return names
@@ -226,30 +227,21 @@ def base_profile(device: str, hw: str | None = None) -> Profile:
     return detect_cpu()
 
 
-def _confirm_sizes(points: list[Any], dtype: str) -> list[int]:
-    """The sizes measured again: all of fp32's (its curve sets every fp32 GEMM and convolution the cost model
-    prices), and for other dtypes the ones that set the peak and the curve's top (the best and the largest)."""
+def _confirm_sizes(points: list[Any]) -> list[int]:
+    """The sizes of a dtype outside the rounds measured again: the ones that set its peak and its curve's top
+    (the best and the largest)."""
     if not points:
         return []
-    if dtype == "fp32":
-        return [p.n for p in points]
     return sorted({max(points, key=lambda p: p.flops_per_s).n, points[-1].n})
-
-
-def _pooled(first: list[Any], second: list[Any], key: Callable[[Any], Any]) -> list[Any]:
-    """Each point re-measured seconds later (matched by `key`: a GEMM size, a bandwidth kernel and working
-    set) takes the median of both windows' samples: this shared machine's speed swings between two states
-    within a second (a 512^3 fp32 product: ~95 or ~160 GFLOP/s), so one window can land in either, and a
-    step of a model, timed over many such swings, runs at the typical speed, not the best one."""
-    again = {key(p): p for p in second}
-    return [replace(p, measurement=p.measurement.merged(again[key(p)].measurement)) if key(p) in again else p
-            for p in first]
 
 
 def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _: None) -> Calibration:
     """Measure everything the plan names on top of `profile` (from `base_profile`); `on_step(name)` is
-    called as each step begins."""
+    called as each step begins. The probes predictions rest on run in `rounds.ROUNDS` rounds between the
+    other steps (see `roofline.bench.rounds`)."""
     from roofline.bench import conv, gemm, kernels, memory, overhead
+    from roofline.bench.heap import keep_pages_mapped
+    from roofline.bench.rounds import RoundProbes, pool_points
     from roofline.bench.timing import last_level_cache_bytes
     from roofline.ceilings import fit_gemm_curve, monotone_curve
 
@@ -257,41 +249,40 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     started = time.perf_counter()
     warnings: list[str] = []
     details: dict[str, Any] = {}
-    from roofline.bench.heap import keep_pages_mapped
-
     heap_fixed = keep_pages_mapped()
     if not heap_fixed:
         warnings.append("not glibc: the C heap's trim policy could not be fixed, so kernels that allocate may "
                         "include first-touch page faults")
     if plan.device == "cuda":
         llc = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)) or None
-        torch_dtypes, numpy_dtypes = gemm.cuda_dtypes(), ()
+        round_dtypes, other_dtypes, numpy_dtypes = tuple(gemm.cuda_dtypes()), (), ()
     else:
         llc = last_level_cache_bytes()
-        torch_dtypes, numpy_dtypes = gemm.CPU_TORCH_DTYPES, gemm.NUMPY_DTYPES
+        round_dtypes = ("fp32",)
+        other_dtypes = tuple(d for d in gemm.CPU_TORCH_DTYPES if d not in round_dtypes)
+        numpy_dtypes = gemm.NUMPY_DTYPES
+    if llc is None:
+        raise ProfileError("no last-level cache size found (sysfs); cannot size the bandwidth sweep")
+    probes = RoundProbes(plan.device, llc, round_dtypes, plan.gemm_sizes(), conv.shapes(plan.quick),
+                         plan.gemm_budget_s, plan.memory_budget_s, plan.conv_budget_s)
     measurements = []
 
-    on_step("gemm")
+    on_step("round 1")
+    probes.round()
+
+    on_step("dtypes")
     curves: dict[str, list[gemm.GemmPoint]] = {}
-    for dtype in torch_dtypes:
+    for dtype in other_dtypes:
         curves[f"torch {dtype}"] = gemm.sweep("torch", dtype, plan.gemm_sizes(), device=plan.device,
                                               llc_bytes=llc, budget_s=plan.gemm_budget_s)
     for dtype in numpy_dtypes:
         curves[f"numpy {dtype}"] = gemm.sweep("numpy", dtype, plan.gemm_sizes(), llc_bytes=llc,
                                               budget_s=plan.gemm_budget_s)
-    measurements += [p.measurement for c in curves.values() for p in c]
-    skinny = gemm.skinny_sweep(plan.device, plan.memory_budget_s)
-    measurements += [p.measurement for p in skinny]
-    details["skinny_gemm_fp32"] = [{"small": p.small, "other": p.other, "flops_per_s": p.flops_per_s}
-                                   for p in skinny]
-    outer = gemm.outer_sweep(plan.device, plan.memory_budget_s, llc)
-    measurements += [p.measurement for p in outer]
-    details["outer_gemm_fp32"] = [{"inner": p.small, "other": p.other, "flops_per_s": p.flops_per_s}
-                                  for p in outer]
+
+    on_step("round 2")
+    probes.round()
 
     on_step("memory")
-    if llc is None:
-        raise ProfileError("no last-level cache size found (sysfs); cannot size the bandwidth sweep")
     sizes = memory.working_sets(llc, plan.memory_step)
     if plan.device == "cuda":
         points = memory.cuda_sweep(sizes, budget_s=plan.memory_budget_s)
@@ -299,33 +290,32 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     else:
         points = memory.sweep(sizes, plan.memory_kernels, budget_s=plan.memory_budget_s)
         totals = _cache_totals(profile)
-    measurements += [p.measurement for p in points]
-
-    on_step("conv")
-    conv_results = [conv.measure(s, plan.device, plan.conv_budget_s) for s in conv.shapes(plan.quick)]
-    measurements += [m for r in conv_results for m in (r.measurement, r.training)]
-    conv_fixed, conv_fixed_back_to_back, fixed_measurements = conv.fixed_costs(plan.device, plan.conv_budget_s)
-    measurements += fixed_measurements
-
     conversion: dict[str, float] = {}
+    fault_rate = None
     if plan.device == "cpu":
-        probes = conv.layout_conversion(llc, plan.device, plan.gemm_budget_s)
-        measurements += [m for p in probes for m in (p.nchw, p.channels_last)]
-        conversion = {p.level: p.bytes_per_s for p in probes if p.bytes_per_s != float("inf")}
+        layout = conv.layout_conversion(llc, plan.device, plan.gemm_budget_s)
+        measurements += [m for p in layout for m in (p.nchw, p.channels_last)]
+        conversion = {p.level: p.bytes_per_s for p in layout if p.bytes_per_s != float("inf")}
         details["layout_conversion_bytes_per_s"] = conversion
+        fault_rate, fill_existing, fill_fresh = kernels.page_fault_rate(plan.memory_budget_s)
+        measurements += [fill_existing, fill_fresh]
+        details["page_fault_bytes_per_s"] = fault_rate
+
+    on_step("round 3")
+    probes.round()
 
     on_step("confirm")
     for key in [k for k in curves if k.startswith("torch")]:
-        dtype = key.split()[1]
-        second = gemm.sweep("torch", dtype, _confirm_sizes(curves[key], dtype), device=plan.device,
+        second = gemm.sweep("torch", key.split()[1], _confirm_sizes(curves[key]), device=plan.device,
                             llc_bytes=llc, budget_s=plan.gemm_budget_s)
-        measurements += [p.measurement for p in second]
-        curves[key] = _pooled(curves[key], second, lambda p: p.n)
+        curves[key] = pool_points(curves[key], second, lambda p: p.n)
+    curves.update({f"torch {dtype}": points for dtype, points in probes.gemm.items()})
+    measurements += [p.measurement for c in curves.values() for p in c]
     top = [max(sizes)]
     again = memory.cuda_sweep(top, budget_s=plan.memory_budget_s) if plan.device == "cuda" else memory.sweep(
         top, [k for k in plan.memory_kernels if k != "triad"], budget_s=plan.memory_budget_s)
-    measurements += [p.measurement for p in again]
-    points = _pooled(points, again, lambda p: (p.kernel, p.working_set_bytes))
+    points = pool_points(points, again, lambda p: (p.kernel, p.working_set_bytes))
+    measurements += [p.measurement for p in points]
     plateaus = memory.plateaus(points, totals)
     caches, dram = _plateau_caches(plateaus, warnings)
     details["bandwidth"] = [{"kernel": p.kernel, "working_set_bytes": p.working_set_bytes,
@@ -335,33 +325,24 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     peak = {key.split()[1]: max(p.flops_per_s for p in c) for key, c in curves.items() if key.startswith("torch")}
     details["gemm"] = {key: [{"n": p.n, "flops_per_s": p.flops_per_s, "spread": p.measurement.spread} for p in c]
                        for key, c in curves.items()}
-
-    fp32_fit = fit_gemm_curve(monotone_curve([(p.n, p.flops_per_s) for p in curves["torch fp32"]]))
-    conv_eff = conv.efficiencies(conv_results, conv_fixed_back_to_back, fp32_fit, peak["fp32"])
+    details["skinny_gemm_fp32"] = [{"small": p.small, "other": p.other, "flops_per_s": p.flops_per_s}
+                                   for p in probes.skinny]
+    details["outer_gemm_fp32"] = [{"inner": p.small, "other": p.other, "flops_per_s": p.flops_per_s}
+                                  for p in probes.outer]
     details["conv"] = [{"kind": r.shape.key, "flops": r.shape.flops, "flops_per_s": r.flops_per_s}
-                       for r in conv_results]
+                       for r in probes.conv]
+    details["kernels"] = [{"kernel": r.key, "bytes": r.bytes, "bytes_per_s": r.bytes_per_s}
+                          for r in probes.kernel_rates]
+    fp32_fit = fit_gemm_curve(monotone_curve([(p.n, p.flops_per_s) for p in curves["torch fp32"]]))
+    conv_eff = conv.efficiencies(probes.conv, conv.per_pass(probes.back_to_back), fp32_fit, peak["fp32"])
+    measurements += probes.measurements()
 
-    on_step("kernels")
-    rates = kernels.streaming_rates(plan.device, llc, plan.memory_budget_s)
-    measurements += [r.measurement for r in rates]
-    details["kernels"] = [{"kernel": r.key, "bytes": r.bytes, "bytes_per_s": r.bytes_per_s} for r in rates]
-
-    fault_rate = None
-    if plan.device == "cpu":
-        fault_rate, fill_existing, fill_fresh = kernels.page_fault_rate(plan.memory_budget_s)
-        measurements += [fill_existing, fill_fresh]
-        details["page_fault_bytes_per_s"] = fault_rate
-
-    on_step("dispatch")
+    on_step("overheads")
     tiny = overhead.dispatch("cpu")
     measurements.append(tiny)
-    by_kind = kernels.dispatch_by_kind(plan.device)
-    measurements += list(by_kind.values())
     launch = overhead.dispatch("cuda") if plan.device == "cuda" else None
     if launch is not None:
         measurements.append(launch)
-
-    on_step("sync")
     sync = overhead.sync_cost(plan.device)
     measurements += [sync.synced, sync.queued]
 
@@ -383,12 +364,12 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
         gemm_curves={key.split()[1]: [MeasuredGemmPoint(n=p.n, flops_per_s=p.flops_per_s) for p in c]
                      for key, c in curves.items() if key.startswith("torch")},
         skinny_gemm_fp32=[MeasuredSkinnyGemmPoint(small=p.small, other=p.other, flops_per_s=p.flops_per_s)
-                          for p in skinny],
+                          for p in probes.skinny],
         outer_gemm_fp32=[MeasuredSkinnyGemmPoint(small=p.small, other=p.other, flops_per_s=p.flops_per_s)
-                         for p in outer],
-        conv_efficiency=conv_eff, conv_fixed_s=conv_fixed, host_to_device_bytes_per_s=h2d,
-        kernel_bytes_per_s={r.key: r.bytes_per_s for r in rates},
-        dispatch_s_by_kind={kind: m.median for kind, m in by_kind.items()},
+                         for p in probes.outer],
+        conv_efficiency=conv_eff, conv_fixed_s=conv.per_pass(probes.in_context), host_to_device_bytes_per_s=h2d,
+        kernel_bytes_per_s={r.key: r.bytes_per_s for r in probes.kernel_rates},
+        dispatch_s_by_kind={kind: m.median for kind, m in probes.dispatch.items()},
         page_fault_bytes_per_s=fault_rate if fault_rate and fault_rate != float("inf") else None,
         layout_conversion_bytes_per_s=conversion,
         kernel_launch_s=launch.median if launch is not None else None,
@@ -439,3 +420,59 @@ def this_machine() -> tuple[Profile, Path | None]:
         return profile, None
     check_environment(calibrated.measured)
     return calibrated, path
+
+
+def _median(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def _keywise(dicts: list[dict[str, float]]) -> dict[str, float]:
+    """Each key's median over the dicts that have it, in first-seen key order."""
+    keys = list(dict.fromkeys(k for d in dicts for k in d))
+    return {k: statistics.median(d[k] for d in dicts if k in d) for k in keys}
+
+
+def _pointwise(lists: list[list[Any]], key: Callable[[Any], Any], value: str) -> list[Any]:
+    """Points matched by `key` across the lists, each taking the median of its `value` field, in first-seen
+    order; a point only some calibrations reached (a GEMM size past one run's time limit) keeps theirs."""
+    groups: dict[Any, list[Any]] = {}
+    for points in lists:
+        for p in points:
+            groups.setdefault(key(p), []).append(p)
+    return [group[0].model_copy(update={value: statistics.median(getattr(p, value) for p in group)})
+            for group in groups.values()]
+
+
+def combine(calibrations: list[Measured]) -> Measured:
+    """One calibration of this machine from several taken at different times: every figure the median of
+    theirs. On a shared machine a calibration describes the minute it ran in (a 512^3 fp32 product read
+    79, 111 and 134 GFLOP/s within one hour here); calibrations spread over a span of live runs describe
+    that span. The environment is the first's, with the number combined and the last one's date."""
+    if not calibrations:
+        raise RooflineError("no calibrations to combine")
+    first, runs = calibrations[0], len(calibrations)
+    return first.model_copy(update={
+        "peak_flops": _keywise([m.peak_flops for m in calibrations]),
+        "memory_bandwidth": statistics.median(m.memory_bandwidth for m in calibrations),
+        "caches": _pointwise([m.caches for m in calibrations], lambda c: c.level, "bandwidth_bytes_per_s"),
+        "gemm_curves": {dtype: _pointwise([m.gemm_curves.get(dtype, []) for m in calibrations], lambda p: p.n,
+                                          "flops_per_s")
+                        for dtype in dict.fromkeys(d for m in calibrations for d in m.gemm_curves)},
+        "skinny_gemm_fp32": _pointwise([m.skinny_gemm_fp32 for m in calibrations], lambda p: (p.small, p.other),
+                                       "flops_per_s"),
+        "outer_gemm_fp32": _pointwise([m.outer_gemm_fp32 for m in calibrations], lambda p: (p.small, p.other),
+                                      "flops_per_s"),
+        "conv_efficiency": _keywise([m.conv_efficiency for m in calibrations]),
+        "conv_fixed_s": _keywise([m.conv_fixed_s for m in calibrations]),
+        "host_to_device_bytes_per_s": _keywise([m.host_to_device_bytes_per_s for m in calibrations]),
+        "kernel_bytes_per_s": _keywise([m.kernel_bytes_per_s for m in calibrations]),
+        "page_fault_bytes_per_s": _median([m.page_fault_bytes_per_s for m in calibrations]),
+        "layout_conversion_bytes_per_s": _keywise([m.layout_conversion_bytes_per_s for m in calibrations]),
+        "dispatch_s_by_kind": _keywise([m.dispatch_s_by_kind for m in calibrations]),
+        "kernel_launch_s": _median([m.kernel_launch_s for m in calibrations]),
+        "framework_dispatch_s": _median([m.framework_dispatch_s for m in calibrations]),
+        "sync_s": _median([m.sync_s for m in calibrations]),
+        "environment": {**first.environment, "combined_calibrations": runs,
+                        "date_last": calibrations[-1].environment.get("date")},
+    })

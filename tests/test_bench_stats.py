@@ -274,3 +274,25 @@ def test_rotated_cold_probes_alternate_call_by_call_with_a_setup_before_each():
     assert events == ["setup", "a", "setup", "b"] * 5
     assert all(m.number == 1 and m.cold and m.stop_reason == "max_repeats" for m in out.values())
     assert out["a"].samples_s == pytest.approx((10e-6,) * 4)
+
+
+def test_windows_of_the_same_probes_pool_their_samples():
+    from roofline.bench.timing import pooled
+
+    a1 = Measurement("a", (1.0, 2.0), 1, "budget")
+    a2 = Measurement("a", (3.0,), 1, "budget")
+    b2 = Measurement("b", (9.0,), 1, "budget")
+    out = pooled({"a": a1}, {"a": a2, "b": b2})
+    # a: both windows' samples, 1 2 3 (median 2); b: timed in the second window only
+    assert out["a"].samples_s == (1.0, 2.0, 3.0) and out["a"].median == 2.0
+    assert out["b"] is b2
+    assert pooled({}, {"a": a1}) == {"a": a1}
+
+
+def test_fixed_cost_probes_give_forward_and_backward_seconds_per_pass():
+    from roofline.bench.conv import per_pass
+
+    measured = {"1x1": Measurement("f", (50e-6,), 1, "budget"),
+                "1x1:training": Measurement("t", (170e-6,), 1, "budget")}
+    # forward 50 us; backward = forward + backward (170 us) - forward (50 us) = 120 us
+    assert per_pass(measured) == pytest.approx({"1x1": 50e-6, "1x1:backward": 120e-6})

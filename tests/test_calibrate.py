@@ -13,7 +13,7 @@ from roofline import calibrate
 from roofline.bench.memory import Plateau
 from roofline.errors import CalibrationMismatch, RooflineError
 from roofline.hardware.load import load_profile
-from roofline.hardware.schema import Measured
+from roofline.hardware.schema import Measured, MeasuredGemmPoint
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,6 +90,9 @@ def test_quick_calibration_end_to_end(tmp_path):
     assert set(m["conv_efficiency"]) == kinds | {f"{k}:backward" for k in kinds}
     assert m["environment"]["torch_threads"] >= 1
     assert m["dispatch_s_by_kind"]["conv2d:depthwise"] > 0
+    # first touch is a page fault and a zeroed page per 4 KiB: far slower than filling mapped memory (a probe
+    # served from the heap's free chunks once read 246 GB/s here; mapped memory: 2.5-3.2 GB/s)
+    assert 0 < m["page_fault_bytes_per_s"] < 50e9
     conversion = m["layout_conversion_bytes_per_s"]
     assert set(conversion) <= {"cache", "dram"} and all(0 < v < float("inf") for v in conversion.values())
     profile = load_profile(out.resolve())
@@ -105,6 +108,7 @@ def test_quick_calibration_end_to_end(tmp_path):
 
 def test_remeasured_bandwidth_pools_both_windows_samples():
     from roofline.bench.memory import BandwidthPoint
+    from roofline.bench.rounds import pool_points
     from roofline.bench.timing import Measurement
 
     def point(kernel, size, *samples):
@@ -113,6 +117,98 @@ def test_remeasured_bandwidth_pools_both_windows_samples():
     # copy@64: samples 1, 2, 9 (first window) and 3, 4 (second) -> median of 1, 2, 3, 4, 9 = 3 s
     first = [point("copy", 64, 1.0, 2.0, 9.0), point("copy", 8, 5.0)]
     second = [point("copy", 64, 3.0, 4.0)]
-    kept = calibrate._pooled(first, second, lambda p: (p.kernel, p.working_set_bytes))
+    kept = pool_points(first, second, lambda p: (p.kernel, p.working_set_bytes))
     assert [p.measurement.median for p in kept] == [3.0, 5.0]
     assert kept[0].measurement.samples_s == (1.0, 2.0, 9.0, 3.0, 4.0)
+
+
+def test_round_probes_pool_every_round_each_with_a_share_of_the_budget(monkeypatch):
+    from roofline.bench import conv, gemm, kernels, rounds
+    from roofline.bench.conv import SHAPES, ConvResult
+    from roofline.bench.gemm import GemmPoint, SkinnyPoint
+    from roofline.bench.kernels import KernelRate
+    from roofline.bench.timing import Measurement
+
+    budgets: dict[str, list[float]] = {}
+    calls = {"n": 0}
+
+    def sample():
+        calls["n"] += 1
+        return Measurement("p", (float(calls["n"]),), 1, "budget", work=1.0)
+
+    def record(name, budget_s):
+        budgets.setdefault(name, []).append(budget_s)
+
+    monkeypatch.setattr(gemm, "sweep", lambda lib, dtype, sizes, device, llc_bytes, budget_s: (
+        record("gemm", budget_s), [GemmPoint(lib, dtype, n, sample()) for n in sizes])[1])
+    monkeypatch.setattr(gemm, "skinny_sweep", lambda device, budget_s: (
+        record("skinny", budget_s), [SkinnyPoint(4, 256, sample())])[1])
+    monkeypatch.setattr(gemm, "outer_sweep", lambda device, budget_s, llc: (
+        record("outer", budget_s), [SkinnyPoint(8, 512, sample())])[1])
+    monkeypatch.setattr(conv, "measure", lambda shape, device, budget_s: (
+        record("conv", budget_s), ConvResult(shape, sample(), sample()))[1])
+    monkeypatch.setattr(kernels, "streaming_rates", lambda device, llc, budget_s: (
+        record("kernels", budget_s), [KernelRate("activation:relu", 1.0, sample())])[1])
+    monkeypatch.setattr(kernels, "dispatch_by_kind", lambda device, budget_s: (
+        record("dispatch", budget_s), {"conv2d": sample()})[1])
+    monkeypatch.setattr(conv, "fixed_costs", lambda device, budget_s: (
+        record("fixed", budget_s), ({"1x1": sample()}, {"1x1": sample()}))[1])
+    probes = rounds.RoundProbes("cpu", 2**25, ("fp32",), (64, 256), SHAPES[:2], gemm_budget_s=0.3,
+                                stream_budget_s=0.6, conv_budget_s=0.9)
+    for _ in range(rounds.ROUNDS):
+        probes.round()
+    share = 1 / rounds.ROUNDS
+    assert budgets == {"gemm": [pytest.approx(0.3 * share)] * rounds.ROUNDS,
+                       "skinny": [pytest.approx(0.6 * share)] * rounds.ROUNDS,
+                       "outer": [pytest.approx(0.6 * share)] * rounds.ROUNDS,
+                       "conv": [pytest.approx(0.9 * share)] * (2 * rounds.ROUNDS),
+                       "kernels": [pytest.approx(0.6 * share)] * rounds.ROUNDS,
+                       "dispatch": [pytest.approx(rounds.DISPATCH_BUDGET_S * share)] * rounds.ROUNDS,
+                       "fixed": [pytest.approx(0.9 * share)] * rounds.ROUNDS}
+    # every probe keeps one sample per round, in round order, and no point is duplicated
+    pooled = [*probes.gemm["fp32"], *probes.skinny, *probes.outer, *probes.kernel_rates]
+    assert [p.n for p in probes.gemm["fp32"]] == [64, 256]
+    assert all(len(p.measurement.samples_s) == rounds.ROUNDS for p in pooled)
+    assert all(len(r.measurement.samples_s) == len(r.training.samples_s) == rounds.ROUNDS for r in probes.conv)
+    assert [r.shape for r in probes.conv] == list(SHAPES[:2])
+    first, *_ = probes.dispatch["conv2d"].samples_s
+    assert list(probes.dispatch["conv2d"].samples_s) == sorted(probes.dispatch["conv2d"].samples_s) and first > 0
+    assert len(probes.in_context["1x1"].samples_s) == len(probes.back_to_back["1x1"].samples_s) == rounds.ROUNDS
+
+
+def test_first_touch_probe_faults_every_page_it_fills():
+    pytest.importorskip("torch")
+    resource = pytest.importorskip("resource")
+    from roofline.bench.kernels import FP32_BYTES, _fresh_fill
+
+    numel = 2**20 // FP32_BYTES
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    _fresh_fill(numel)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    # 1 MiB of memory mapped for the probe alone: one fault per 4 KiB page (256), whatever the C heap holds
+    assert faults >= 2**20 // resource.getpagesize()
+
+
+def test_calibrations_combine_figure_by_figure_into_their_medians():
+    def measured(peak, curve, dispatch, fault, **env):
+        return Measured(peak_flops={"fp32": peak}, memory_bandwidth=peak / 10,
+                        gemm_curves={"fp32": [MeasuredGemmPoint(n=n, flops_per_s=r) for n, r in curve]},
+                        dispatch_s_by_kind=dispatch, page_fault_bytes_per_s=fault,
+                        environment={"cpu_model": "X", "date": env.get("date")})
+
+    runs = [measured(170e9, [(256, 129e9), (512, 159e9), (1024, 170e9)], {"conv2d": 37e-6}, 3.0e9, date="a"),
+            measured(79e9, [(256, 69e9), (512, 78e9)], {"conv2d": 47e-6, "gemm": 36e-6}, None, date="b"),
+            measured(111e9, [(256, 100e9), (512, 111e9)], {"conv2d": 32e-6}, 2.5e9, date="c")]
+    out = calibrate.combine(runs)
+    # medians: peak of 170, 79, 111 -> 111; DRAM 17, 7.9, 11.1 -> 11.1 GB/s
+    assert out.peak_flops == {"fp32": pytest.approx(111e9)}
+    assert out.memory_bandwidth == pytest.approx(11.1e9)
+    # the curve point by point: 256 -> median(129, 69, 100) = 100; 512 -> 111; 1024 only in the first run
+    assert [(p.n, p.flops_per_s) for p in out.gemm_curves["fp32"]] == [
+        (256, pytest.approx(100e9)), (512, pytest.approx(111e9)), (1024, pytest.approx(170e9))]
+    # a key only one run measured keeps its value; a figure one run lacks is the median of the others (2.75)
+    assert out.dispatch_s_by_kind == {"conv2d": pytest.approx(37e-6), "gemm": pytest.approx(36e-6)}
+    assert out.page_fault_bytes_per_s == pytest.approx(2.75e9)
+    assert out.environment["combined_calibrations"] == 3 and out.environment["date_last"] == "c"
+    with pytest.raises(RooflineError):
+        calibrate.combine([])

@@ -181,15 +181,14 @@ def measure(shape: ConvShape, device: str = "cpu", budget_s: float = 0.3) -> Con
     return ConvResult(shape, forward.measure(), training.measure())
 
 
-def fixed_costs(device: str = "cpu", budget_s: float = 0.2) -> tuple[dict[str, float], dict[str, float],
-                                                                      list[Measurement]]:
-    """Seconds per call of each kind's `FIXED_PROBES` shape, dispatch included: 'kind' and 'kind:backward'
-    channels-last, 'kind:nchw' and 'kind:nchw:backward' over NCHW tensors (the backward: the forward +
-    backward median less the forward's). Two figures per key, as (in context, back to back, measurements):
-    in context, each call cold and in rotation with the other probes (`timing.rotated`), as a model calls
-    its layers, which predictions charge; back to back, the state `measure` times the efficiency shapes
-    in, which `efficiencies` takes out of them (measured here: 50-110 us in context against 20-60 us back
-    to back; taking the first out of back-to-back times left some 1x1 shapes with almost no work)."""
+def fixed_costs(device: str = "cpu", budget_s: float = 0.2) -> tuple[dict[str, Measurement], dict[str, Measurement]]:
+    """Per-call times of each kind's `FIXED_PROBES` shape, dispatch included, channels-last ('kind') and over
+    NCHW tensors ('kind:nchw'), forward alone and forward + backward ('...:training'), as two sets of
+    measurements: in context, each call cold and in rotation with the other probes (`timing.rotated`), as a
+    model calls its layers, which predictions charge; back to back, the state `measure` times the efficiency
+    shapes in, which `efficiencies` takes out of them (measured here: 50-110 us in context against 20-60 us
+    back to back; taking the first out of back-to-back times left some 1x1 shapes with almost no work).
+    `per_pass` turns either set into seconds per pass."""
     cold: dict[str, Timer] = {}
     warm: dict[str, Timer] = {}
     for probe in FIXED_PROBES:
@@ -199,12 +198,11 @@ def fixed_costs(device: str = "cpu", budget_s: float = 0.2) -> tuple[dict[str, f
             warm[shape.key], warm[f"{shape.key}:training"] = _timers(shape, device, budget_s, cold=False)
     in_context = rotated(cold) if device == "cpu" else interleaved(cold)
     back_to_back = interleaved(warm) if device == "cpu" else in_context
-    measured = list(in_context.values()) + (list(back_to_back.values()) if device == "cpu" else [])
-    return _per_pass(in_context), _per_pass(back_to_back), measured
+    return in_context, back_to_back
 
 
-def _per_pass(measured: dict[str, Measurement]) -> dict[str, float]:
-    """'key' -> forward seconds and 'key:backward' -> (forward + backward) - forward, from a probe's timers."""
+def per_pass(measured: dict[str, Measurement]) -> dict[str, float]:
+    """'key' -> forward seconds and 'key:backward' -> (forward + backward) - forward, from `fixed_costs`."""
     out: dict[str, float] = {}
     for key, m in measured.items():
         if not key.endswith(":training"):

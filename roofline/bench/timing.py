@@ -247,6 +247,13 @@ def rotated(timers: dict[str, Timer]) -> dict[str, Measurement]:
             for key, t in timers.items()}
 
 
+def pooled(first: dict[str, Measurement], second: dict[str, Measurement]) -> dict[str, Measurement]:
+    """Two windows of the same probes, each probe's samples merged (`Measurement.merged`); a probe timed in only
+    one window keeps that window's samples."""
+    return {key: first[key].merged(second[key]) if key in first and key in second else first.get(key) or second[key]
+            for key in {**first, **second}}
+
+
 def _largest_data_cache(sys_cpu: Path, max_sharers: int | None) -> int | None:
     """Size of cpu0's highest-level data/unified cache shared by at most `max_sharers` CPUs (any when None)."""
     from roofline.detect import parse_size
