@@ -1,12 +1,19 @@
 """Accuracy of roofline's predictions on this CPU: `roofline validate` over the zoo, inference and training.
 
-Each case is predicted with this machine's profile (calibrated when `roofline calibrate` has run, which
-the report states) and timed live with PyTorch (warm-up excluded, median of repeats, IQR spread). The
-report lists every run and, per run, the op kinds whose predicted time is furthest from the profiler's
-measured time: where the cost model is wrong, not only by how much. Sizes are chosen for a 2-core machine
-(about 5 minutes in all); targets from the issue: median |error| <= 15 %, worst <= 40 %.
+Before each of its PASSES passes over the grid the run calibrates this machine (`roofline calibrate`, in a
+child process), and it predicts every row with those calibrations combined figure by figure
+(`roofline.calibrate.combine`, written next to the results as accuracy-cpu-profile.yaml). On this shared VM
+the speed of everything drifts over minutes (a 512^3 fp32 product read 79 to 170 GFLOP/s within one hour,
+benchmarks/LOG.md): one calibration describes the minute it ran in, and a grid measured over the next ten
+minutes against it measures that drift as much as the cost model; calibrations spread over the passes describe
+the span the rows were timed in. `--profile FILE` predicts with an existing calibrated profile instead. Each
+case is timed live with PyTorch (warm-up excluded, median of repeats, IQR spread) in every pass, alternately
+forward and in reverse order, and the passes' samples are pooled. The report lists every run and, per run, the
+op kinds whose predicted time is furthest from the profiler's measured time: where the cost model is wrong,
+not only by how much. Sizes are chosen for a 2-core machine (about 13 minutes in all); targets from the issue:
+median |error| <= 15 %, worst <= 40 %.
 
-Run: python benchmarks/accuracy.py [--quick]  -> benchmarks/results/accuracy-cpu.md (+ .json)
+Run: python benchmarks/accuracy.py [--quick] [--profile FILE]  -> benchmarks/results/accuracy-cpu.md (+ .json)
 """
 
 from __future__ import annotations
@@ -16,12 +23,16 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from roofline.bench.timing import SPREAD_WARN_REL_IQR, quantile
-from roofline.validate import error_pct, validate, validation_dict
+from roofline.hardware.load import load_profile
+from roofline.hardware.schema import Profile
+from roofline.validate import ProfileChoice, Validation, error_pct, repredicted, validate, validation_dict
 from roofline.workloads import ModelRequest
 
 MEDIAN_TARGET_PCT = 15.0
@@ -33,9 +44,12 @@ ISSUE_GRID = ("mlp", "mobilenetv3-large", "mobilenetv3-small", "resnet18", "alex
 """The models the accuracy issue names; resnet50, bert-base and gpt2 are measured beside them."""
 REPEATS = 7
 BUDGET_S = 2.0
-"""Per batch and pass: the grid runs twice, in opposite orders, so each row's samples span two moments
-minutes apart (this machine's speed swings between two states for seconds at a time; one window can sit
-in either) and the row's step is the median of both passes' samples."""
+"""Per batch and pass."""
+PASSES = 3
+"""The grid runs this many times, alternately forward and in reverse, so each row's samples span moments
+minutes apart (this machine's speed swings between states lasting seconds to tens of seconds; one window
+can sit in either) and the row's step is the median of all passes' samples. The profiler's per-kind table
+and the fresh-page count are taken in the first pass only."""
 SPEED_PROBE_N = 512
 SPEED_PROBE_S = 0.3
 
@@ -78,9 +92,15 @@ def calibration_line(cal: dict[str, Any] | None) -> str:
         return "Calibration: none (detected ceilings)."
     curve = ", ".join(f"{n}: {rate / 1e9:.0f}" for n, rate in cal["gemm_curve_fp32"])
     conv = ", ".join(f"{k} {v:.2f}" for k, v in cal["conv_efficiency"].items())
-    return (f"Calibration ({cal['date']}): fp32 peak {cal['peak_flops'].get('fp32', 0) / 1e9:.0f} GFLOP/s, DRAM "
-            f"{cal['memory_bandwidth'] / 1e9:.1f} GB/s, dispatch {cal['framework_dispatch_s'] * 1e6:.2f} us/op, "
-            f"fp32 GEMM curve n: GFLOP/s {{{curve}}}, conv efficiency {{{conv}}}.")
+    calls = ", ".join(f"{k} {v * 1e6:.1f}" for k, v in cal["dispatch_s_by_kind"].items())
+    fault = cal["page_fault_bytes_per_s"]
+    runs = cal.get("calibrations", 1)
+    when = f"{runs} calibrations combined, one before each pass, {cal['date']} to {cal['date_last']}" if runs > 1 \
+        else f"taken {cal['date']}"
+    return (f"Calibration ({when}): fp32 peak "
+            f"{cal['peak_flops'].get('fp32', 0) / 1e9:.0f} GFLOP/s, DRAM {cal['memory_bandwidth'] / 1e9:.1f} GB/s, "
+            f"first touch {'-' if fault is None else f'{fault / 1e9:.2f}'} GB/s, per-call cost by kind (us) "
+            f"{{{calls}}}, fp32 GEMM curve n: GFLOP/s {{{curve}}}, conv efficiency {{{conv}}}.")
 
 
 def worst_kinds(run: dict[str, Any]) -> str:
@@ -88,17 +108,18 @@ def worst_kinds(run: dict[str, Any]) -> str:
     return "; ".join(f"{k['kind']} {_ms(k['predicted_s'])} vs {_ms(k['measured_s'])}" for k in rows[:WORST_KINDS])
 
 
-def calibration_summary() -> dict[str, Any] | None:
+def calibration_summary(profile: Profile) -> dict[str, Any] | None:
     """The measured figures predictions used, so a reader can tell a cost-model error from a bad ceiling."""
-    from roofline.calibrate import this_machine
-
-    measured = this_machine()[0].measured
+    measured = profile.measured
     if measured is None:
         return None
     return {"peak_flops": dict(measured.peak_flops), "memory_bandwidth": measured.memory_bandwidth,
             "gemm_curve_fp32": [(p.n, p.flops_per_s) for p in measured.gemm_curves.get("fp32", [])],
             "conv_efficiency": dict(measured.conv_efficiency), "framework_dispatch_s": measured.framework_dispatch_s,
-            "date": measured.environment.get("date")}
+            "dispatch_s_by_kind": dict(measured.dispatch_s_by_kind),
+            "page_fault_bytes_per_s": measured.page_fault_bytes_per_s, "date": measured.environment.get("date"),
+            "calibrations": measured.environment.get("combined_calibrations", 1),
+            "date_last": measured.environment.get("date_last")}
 
 
 def calibrated_speed(summary: dict[str, Any]) -> str:
@@ -126,9 +147,11 @@ def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         f" with {first['threads']} threads, Python {env.get('python_version')}, {env.get('date')}.",
         f"Profile: {prof['name']} ({prof['source']}{', ' + prof['path'] if prof['path'] else ''}); ceilings used: "
         + ", ".join(f"{k} {v}" for k, v in prof["provenance"].items()) + ".",
-        f"Timing: warm-up excluded; the grid runs twice, the second pass in reverse order, each batch for >= "
-        f"{REPEATS} steps and {BUDGET_S:g} s per pass; measured = median step over both passes' samples, spread "
-        "= their IQR/median, passes = each pass's own median; load = 1-minute load average when the case "
+        calibration_line(summary.get("calibration")),
+        f"Timing: warm-up excluded; the grid runs {summary['passes']} times, alternately forward and in reverse "
+        f"order, each batch for >= {REPEATS} steps and {BUDGET_S:g} s per pass; measured = median step over all "
+        "passes' samples, spread = their IQR/median, passes = each pass's own median; load = 1-minute load "
+        "average when the case "
         "started (this machine is shared), each pass; speed = fp32 GFLOP/s of a "
         f"{SPEED_PROBE_N}^3 product timed just before the case, each pass (calibration recorded "
         f"{calibrated_speed(summary)}), the machine's drift. "
@@ -184,55 +207,112 @@ def machine_speed_flops_per_s() -> float:
                  work_unit="FLOP", budget_s=SPEED_PROBE_S).measure().rate
 
 
-def measure_case(req: ModelRequest, train: bool, batches: list[int]) -> dict[str, Any]:
-    """validate() over the batches; each run records the 1-minute load average and the machine's GEMM speed
-    when the case started."""
+@dataclass
+class Measured:
+    """One case of one pass: the live runs (predicted with that pass's calibration until all are combined),
+    the 1-minute load average and the machine's GEMM speed when the case started."""
+
+    request: ModelRequest
+    validation: Validation
+    load: float
+    speed_flops_per_s: float
+
+    def as_dict(self, choice: ProfileChoice) -> dict[str, Any]:
+        """validate's JSON document with every run predicted from `choice`'s profile."""
+        res = validation_dict(repredicted(self.validation, self.request, choice))
+        for run in res["runs"]:
+            run["load_avg_1min"], run["speed_probe_flops_per_s"] = [self.load], [self.speed_flops_per_s]
+        return res
+
+
+def measure_case(req: ModelRequest, train: bool, batches: list[int], profile_path: str,
+                 first_pass: bool) -> Measured:
+    """validate() over the batches with this pass's calibrated profile; the profiler's per-kind table only in
+    the first pass (later passes only add step samples)."""
     load, speed = os.getloadavg()[0], machine_speed_flops_per_s()
-    res = validation_dict(validate(req, "cpu", batches, "fp32", train, budget_s=BUDGET_S, repeats=REPEATS))
-    for run in res["runs"]:
-        run["load_avg_1min"], run["speed_probe_flops_per_s"] = [load], [speed]
-    return res
+    v = validate(req, "cpu", batches, "fp32", train, hw=profile_path, budget_s=BUDGET_S, repeats=REPEATS,
+                 kind_steps=2 if first_pass else 0)
+    return Measured(req, v, load, speed)
 
 
-def pooled(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
-    """One case measured in two passes minutes apart: each batch's step samples pooled, the measured step their
-    median, the spread their IQR over it; predictions and the per-kind profile are the first pass's."""
+def pooled(passes: list[dict[str, Any]]) -> dict[str, Any]:
+    """One case measured in several passes minutes apart: each batch's step samples pooled, the measured step
+    their median, the spread their IQR over it; predictions, the per-kind profile and the fresh-page count
+    are the first pass's."""
+    first = passes[0]
     out = dict(first)
     out["runs"] = []
-    for a, b in zip(first["runs"], second["runs"], strict=True):
-        samples = sorted(a["samples_s"] + b["samples_s"])
+    for runs in zip(*(p["runs"] for p in passes), strict=True):
+        samples = sorted(s for r in runs for s in r["samples_s"])
         median = quantile(samples, 0.5)
-        run = dict(a, samples_s=samples, measured_s=median, repeats=len(samples),
-                   pass_measured_s=[a["measured_s"], b["measured_s"]],
-                   load_avg_1min=a["load_avg_1min"] + b["load_avg_1min"],
-                   speed_probe_flops_per_s=a["speed_probe_flops_per_s"] + b["speed_probe_flops_per_s"])
+        run = dict(runs[0], samples_s=samples, measured_s=median, repeats=len(samples),
+                   pass_measured_s=[r["measured_s"] for r in runs],
+                   load_avg_1min=[v for r in runs for v in r["load_avg_1min"]],
+                   speed_probe_flops_per_s=[v for r in runs for v in r["speed_probe_flops_per_s"]])
         run["spread"] = (quantile(samples, 0.75) - quantile(samples, 0.25)) / median
         run["error_pct"] = error_pct(run["predicted_s"], median)
         out["runs"].append(run)
     noisy = [r for r in out["runs"] if r["spread"] > SPREAD_WARN_REL_IQR]
     out["warnings"] = [w for w in first["warnings"] if "spread" not in w] + [
         f"{out['model']} {'train' if out['train'] else 'infer'} batch {r['batch_size']}: spread {r['spread']:.0%} "
-        "over both passes" for r in noisy]
+        "over all passes" for r in noisy]
     errors = [abs(r["error_pct"]) for r in out["runs"]]
     out["median_abs_error_pct"], out["max_abs_error_pct"] = statistics.median(errors), max(errors)
     return out
 
 
+def calibrate(out: Path, quick: bool) -> str:
+    """This machine calibrated now, in a child process (see the module doc), written to `out`."""
+    from roofline.validate import calibrate_in_child
+
+    print(f"calibrating ({'quick' if quick else 'full'}) -> {out}", file=sys.stderr, flush=True)
+    _, path, seconds = calibrate_in_child("cpu", quick=quick, out=str(out))
+    print(f"calibrated in {seconds:.0f} s", file=sys.stderr, flush=True)
+    return path
+
+
+def combined_profile(paths: list[str], out: Path) -> ProfileChoice:
+    """The passes' calibrations combined figure by figure (`roofline.calibrate.combine`), written to `out`."""
+    from roofline.calibrate import combine, write_profile
+    from roofline.hardware.load import load_profile
+
+    profiles = [load_profile(Path(p)) for p in paths]
+    measured = [p.measured for p in profiles if p.measured is not None]
+    profile = profiles[0].model_copy(update={"measured": combine(measured)})
+    write_profile(profile, out, force=True)
+    return ProfileChoice(profile, "calibrated", str(out))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="three small cases (smoke test, not a result)")
+    parser.add_argument("--quick", action="store_true", help="three small cases and quick calibrations (smoke "
+                        "test, not a result)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--profile", type=Path, help="predict with this calibrated profile instead of "
+                        "calibrating before each pass")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     cases = QUICK_CASES if args.quick else CASES
-    passes: list[dict[int, dict[str, Any]]] = [{}, {}]
-    for number, order in enumerate((list(enumerate(cases)), list(enumerate(cases))[::-1])):
-        for index, (model, train, batches, inputs) in order:
-            print(f"pass {number + 1}: {model} {'train' if train else 'infer'} batch {batches}", file=sys.stderr,
-                  flush=True)
-            req = ModelRequest(model=model, input_size=inputs.get("input_size"), seq_len=inputs.get("seq_len"))
-            passes[number][index] = measure_case(req, train, batches)
-    results = [{**pooled(passes[0][i], passes[1][i]), "inputs": cases[i][3]} for i in range(len(cases))]
+    stem = "accuracy-cpu-quick" if args.quick else "accuracy-cpu"
+    args.out.mkdir(parents=True, exist_ok=True)
+    passes: list[dict[int, Measured]] = []
+    with tempfile.TemporaryDirectory() as scratch:
+        calibrations = []
+        for number in range(PASSES):
+            profile_path = str(args.profile) if args.profile else calibrate(
+                Path(scratch) / f"pass-{number + 1}.yaml", args.quick)
+            calibrations.append(profile_path)
+            order = list(enumerate(cases))
+            passes.append({})
+            for index, (model, train, batches, inputs) in order if number % 2 == 0 else order[::-1]:
+                print(f"pass {number + 1}: {model} {'train' if train else 'infer'} batch {batches}",
+                      file=sys.stderr, flush=True)
+                req = ModelRequest(model=model, input_size=inputs.get("input_size"), seq_len=inputs.get("seq_len"))
+                passes[number][index] = measure_case(req, train, batches, profile_path, first_pass=number == 0)
+        profile_out = args.out / f"{stem}-profile.yaml"
+        choice = ProfileChoice(load_profile(args.profile), "calibrated", str(args.profile)) if args.profile else (
+            combined_profile(calibrations, profile_out))
+    results = [{**pooled([p[i].as_dict(choice) for p in passes]), "inputs": cases[i][3]} for i in range(len(cases))]
     errors = [abs(r["error_pct"]) for res in results for r in res["runs"]]
     summary = {"runs": len(errors), "median_abs_error_pct": statistics.median(errors),
                "max_abs_error_pct": max(errors), "elapsed_s": time.perf_counter() - started}
@@ -243,9 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     summary["median_target_met"] = summary["median_abs_error_pct"] <= MEDIAN_TARGET_PCT
     summary["worst_target_met"] = summary["max_abs_error_pct"] <= WORST_TARGET_PCT
     summary.update(median_target_pct=MEDIAN_TARGET_PCT, worst_target_pct=WORST_TARGET_PCT,
-                   calibration=calibration_summary())
-    args.out.mkdir(parents=True, exist_ok=True)
-    stem = "accuracy-cpu-quick" if args.quick else "accuracy-cpu"
+                   calibration=calibration_summary(choice.profile), passes=PASSES,
+                   calibrations=1 if args.profile else PASSES)
     (args.out / f"{stem}.json").write_text(json.dumps({"summary": summary, "results": results}, indent=2,
                                                        default=float) + "\n")
     (args.out / f"{stem}.md").write_text(markdown(results, summary))

@@ -18,7 +18,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from roofline.errors import CalibrationMismatch, RooflineError
@@ -52,11 +52,11 @@ def _without_calibration(profile: Profile, source: str, why: str) -> ProfileChoi
                          (f"{why}; predicting with {source} ceilings",))
 
 
-def quick_calibration(device: str) -> ProfileChoice:
-    """Calibrate this machine quickly (`roofline calibrate --quick`) and save it where later runs find it:
-    validation exists to test the cost model, which needs this machine's measured ceilings. It runs in a
-    child process because calibration fixes the C heap's trim policy (`roofline.bench.heap`), and the live
-    steps timed here must run under the allocator's default policy, as the user's would."""
+def calibrate_in_child(device: str, quick: bool, out: str | None = None) -> tuple[Profile, str, float]:
+    """Run `roofline calibrate` in a child process and return (the calibrated profile, its path, seconds).
+    A child because calibration fixes the C heap's trim policy for its own process (`roofline.bench.heap`),
+    and the live steps timed after it must run under the allocator's default policy, as the user's would.
+    `out` writes the profile there (replacing it) instead of the default calibrated path."""
     import json
     import subprocess
     import sys
@@ -65,15 +65,23 @@ def quick_calibration(device: str) -> ProfileChoice:
     from roofline.hardware.load import load_profile
 
     started = time.perf_counter()
-    code = ("import sys; from cli import main; "
-            f"sys.exit(main(['calibrate', '--device', {device!r}, '--quick', '--json']))")
+    argv = ["calibrate", "--device", device, "--json", *(["--quick"] if quick else []),
+            *(["--out", out, "--force"] if out else [])]
+    code = f"import sys; from cli import main; sys.exit(main({argv!r}))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RooflineError(f"the quick calibration failed ({last}); run `roofline calibrate` and read its error")
+        raise RooflineError(f"the calibration failed ({last}); run `roofline calibrate` and read its error")
     path = Path(json.loads(done.stdout)["profile_path"])
-    return ProfileChoice(load_profile(path), "calibrated", str(path), (
-        f"no calibration of this machine: ran a quick one ({time.perf_counter() - started:.0f} s) and saved it "
+    return load_profile(path), str(path), time.perf_counter() - started
+
+
+def quick_calibration(device: str) -> ProfileChoice:
+    """Calibrate this machine quickly (`roofline calibrate --quick`) and save it where later runs find it:
+    validation exists to test the cost model, which needs this machine's measured ceilings."""
+    profile, path, seconds = calibrate_in_child(device, quick=True)
+    return ProfileChoice(profile, "calibrated", path, (
+        f"no calibration of this machine: ran a quick one ({seconds:.0f} s) and saved it "
         f"to {path}; `roofline calibrate --force` takes a fuller one",))
 
 
@@ -84,6 +92,8 @@ def choose_profile(device: str, hw: str | None, calibrate: bool = True) -> Profi
     A calibration from another environment is not applied: the choice falls back to the uncalibrated
     profile and carries the mismatch as a warning, so the user learns why errors may be large.
     """
+    from pathlib import Path
+
     from roofline.calibrate import calibrated_path, check_environment, this_machine
     from roofline.hardware.load import find_profile, load_profile
 
@@ -97,7 +107,7 @@ def choose_profile(device: str, hw: str | None, calibrate: bool = True) -> Profi
             check_environment(profile.measured)
         except CalibrationMismatch as exc:
             return _without_calibration(profile, "datasheet", str(exc))
-        return ProfileChoice(profile, "calibrated")
+        return ProfileChoice(profile, "calibrated", hw if Path(hw).is_file() else None)
     if device == "cpu":
         try:
             profile, path = this_machine()
@@ -232,19 +242,33 @@ class LayerRow(_Compared):
 
 @dataclass(frozen=True)
 class Run:
-    """One batch size: the prediction, the timed steps, and the breakdowns."""
+    """One batch size: the prediction, the timed steps and the profiled breakdowns; the comparisons are computed
+    from them, so the same live run can be compared with another prediction (`repredicted`)."""
 
     batch_size: int
     prediction: Any
     """roofline.step.StepPrediction"""
     measurement: Any
     """roofline.bench.timing.Measurement of the whole step"""
-    by_kind: tuple[KindRow, ...]
-    profiled_step_s: float
-    """Sum of the profiler's per-kind self times for one step (profiler overhead included)."""
-    layers: tuple[LayerRow, ...] = ()
+    measured_kinds: dict[str, float] = field(default_factory=dict)
+    """torch.profiler self seconds per op kind and step (profiler overhead included)."""
+    measured_layers: dict[str, float] = field(default_factory=dict)
+    """Forward seconds per leaf-module call, when per-layer timing was asked for."""
     fresh_page_bytes: float | None = None
     """Measured bytes of freshly mapped memory first-touched per step (see fresh_page_bytes_per_step)."""
+
+    @property
+    def by_kind(self) -> tuple[KindRow, ...]:
+        return kind_rows(predicted_by_kind(self.prediction), self.measured_kinds)
+
+    @property
+    def profiled_step_s(self) -> float:
+        """Sum of the profiler's per-kind self times for one step."""
+        return sum(self.measured_kinds.values())
+
+    @property
+    def layers(self) -> tuple[LayerRow, ...]:
+        return layer_rows(self.prediction, self.measured_layers) if self.measured_layers else ()
 
     @property
     def fresh_page_s(self) -> float | None:
@@ -453,10 +477,23 @@ def validate(req: ModelRequest, device_name: str, batches: list[int], precision_
         measurement, fresh, measured_kinds, measured_layers = _measure_batch(
             module, step, device, f"{name} batch {batch}", budget_s, repeats, kind_steps, per_layer)
         warnings.extend(measurement.warnings)
-        layers = layer_rows(prediction, measured_layers) if per_layer else ()
-        runs.append(Run(batch, prediction, measurement, kind_rows(predicted_by_kind(prediction), measured_kinds),
-                        sum(measured_kinds.values()), layers, fresh))
+        runs.append(Run(batch, prediction, measurement, measured_kinds, measured_layers, fresh))
     return Validation(name, device_name, precision.name, train, optimizer, choice, environment, runs, warnings)
+
+
+def repredicted(v: Validation, req: ModelRequest, choice: ProfileChoice) -> Validation:
+    """The same live runs compared with predictions from another profile: the accuracy benchmark calibrates
+    around its passes and predicts with those calibrations combined, which describe the span the runs
+    were timed in (see `roofline.calibrate.combine`)."""
+    from roofline.precision import get_precision
+    from roofline.step import StepOptions, predict_step
+    from roofline.workloads import workload_builder
+
+    _, build = workload_builder(req)
+    options = StepOptions(train=v.train, optimizer=v.optimizer)
+    runs = [replace(run, prediction=predict_step(build(run.batch_size), choice.profile,
+                                                 get_precision(v.precision), options)) for run in v.runs]
+    return replace(v, choice=choice, runs=runs)
 
 
 def _finite(value: float | None) -> float | None:
