@@ -133,9 +133,9 @@ def trace_module(module, example_shape: tuple[int, ...], name: str | None = None
     for d in example_shape:
         numel *= int(d)
     element_bytes = torch.empty((), dtype=dtype, device="meta").element_size()
-    ops, unsupported = map_calls(calls)
+    ops, unsupported, dataflow = map_calls(calls)
     workload = Workload(name=name or type(module).__name__, batch=int(example_shape[0]), ops=ops,
-                        input_bytes=numel * element_bytes, unsupported=unsupported,
+                        input_bytes=numel * element_bytes, unsupported=unsupported, dataflow=dataflow,
                         description=f"traced from {type(module).__name__} on input {_shape_text(example_shape)} "
                                     f"({str(dtype).removeprefix('torch.')})")
     module_params = sum(p.numel() for p in module.parameters())
@@ -220,10 +220,24 @@ class _Recorder:
         self.suppressed = 0
         self.param_of: dict[int, str] = {}
         self._alive: list[Any] = []
-        """Every tensor whose id() is in param_of, kept alive so that no id is reused during the trace."""
+        """Every tensor whose id() or storage is numbered here, kept alive so that no id is reused during the
+        trace."""
+        self._storages: dict[int, int | None] = {}
+        """Storage address -> its number (None: a parameter's or a buffer's, not an activation)."""
         for qualname, param in module.named_parameters(remove_duplicate=False):
             self.param_of.setdefault(id(param), qualname)
             self._alive.append(param)
+        for tensor in (*module.parameters(), *module.buffers()):
+            self._storages[tensor.untyped_storage()._cdata] = None
+
+    def storage(self, tensor: Any) -> int | None:
+        """The number of `tensor`'s storage (shared by its views and by in-place results), None for a
+        parameter's or a buffer's."""
+        address = tensor.untyped_storage()._cdata
+        if address not in self._storages:
+            self._storages[address] = len(self._storages)
+            self._alive.append(tensor)
+        return self._storages[address]
 
     def enter(self, qualname: str):
         """A forward pre-hook pushing `qualname` (hooks must return None, or they replace the input)."""
@@ -240,7 +254,7 @@ class _Recorder:
         torch = self.torch
         if isinstance(value, torch.Tensor):
             return TensorInfo(tuple(int(d) for d in value.shape), str(value.dtype).removeprefix("torch."),
-                              self.param_of.get(id(value)))
+                              self.param_of.get(id(value)), self.storage(value))
         if isinstance(value, (list, tuple)):
             return type(value)(self.info(v) for v in value)
         if isinstance(value, (torch.dtype, torch.device, torch.memory_format, torch.layout)):

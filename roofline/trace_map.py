@@ -17,16 +17,19 @@ from math import prod
 from typing import Any
 
 from roofline import ops as ir
-from roofline.ops.base import Op
+from roofline.ops.base import MODEL_INPUT, Dataflow, Op
 
 
 @dataclass(frozen=True)
 class TensorInfo:
-    """A tensor as the tracer saw it: shape, dtype name, and the parameter it is (or is a view of)."""
+    """A tensor as the tracer saw it: shape, dtype name, the parameter it is (or is a view of), and which
+    activation memory it is (views and in-place results share their source's)."""
 
     shape: tuple[int, ...]
     dtype: str
     param: str | None = None
+    storage: int | None = None
+    """The tracer's number for the tensor's storage; None for parameters and buffers (not activations)."""
 
     @property
     def numel(self) -> int:
@@ -79,32 +82,62 @@ ALLOCATIONS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "n
 """Uninitialised allocations: no element is read or written, so nothing to cost."""
 
 
-def map_calls(calls: list[Call]) -> tuple[list[Op], dict[str, int]]:
-    """Ops in execution order, and {op name: occurrences} of the calls no handler maps."""
+def map_calls(calls: list[Call]) -> tuple[list[Op], dict[str, int], Dataflow]:
+    """Ops in execution order, {op name: occurrences} of the calls no handler maps, and the dataflow: each op
+    reads the ops that last wrote the storages of its tensor arguments (MODEL_INPUT for the input), and is
+    in place when its result is the storage of its first tensor argument."""
     ops: list[Op] = []
     unsupported: dict[str, int] = {}
     names: dict[str, int] = {}
     containers = _containers(calls)
     pending_view: Call | None = None
     owned: set[str] = set()
+    writer: dict[int, str | None] = {}
+    """storage -> the op that last wrote it; None when a call that maps to no op made it."""
+    reads: dict[str, tuple[str, ...]] = {}
+    inplace: set[str] = set()
     for call in calls:
         short = _short(call.op)
         if short in VIEW_OPS:
             pending_view = pending_view if pending_view and pending_view.module == call.module else call
             if pending_view is call:
-                ops.append(ir.Reshape(_unique(names, containers, call, "reshape"),
-                                      numel=call.outputs[0].numel if call.outputs else 0))
+                op = ir.Reshape(_unique(names, containers, call, "reshape"),
+                                numel=call.outputs[0].numel if call.outputs else 0)
+                ops.append(op)
+                reads[op.name] = _read(call, writer)
             continue
         pending_view = None
-        if short in ALLOCATIONS:
-            continue
-        handler = _HANDLERS.get(call.op) or _HANDLERS.get(f"aten.{short}")
+        handler = None if short in ALLOCATIONS else _HANDLERS.get(call.op) or _HANDLERS.get(f"aten.{short}")
         produced = handler(call, _unique(names, containers, call, short.lstrip("_"))) if handler else None
         if produced is None:
-            unsupported[call.op] = unsupported.get(call.op, 0) + 1
+            if short not in ALLOCATIONS:
+                unsupported[call.op] = unsupported.get(call.op, 0) + 1
+            writer.update({t.storage: None for t in call.outputs if t.storage is not None})
             continue
-        ops.extend(_tie(produced, call, owned))
-    return ops, unsupported
+        for op in _tie(produced, call, owned):
+            ops.append(op)
+            reads[op.name] = _read(call, writer)
+            arguments = _activations(call)
+            if call.outputs and arguments and call.outputs[0].storage == arguments[0].storage:
+                inplace.add(op.name)
+            writer.update({t.storage: op.name for t in call.outputs if t.storage is not None})
+    return ops, unsupported, Dataflow(reads, frozenset(inplace))
+
+
+def _read(call: Call, writer: dict[int, str | None]) -> tuple[str, ...]:
+    """The ops whose results a call reads, in argument order, once each; a storage no call wrote is the input."""
+    names = (writer.get(t.storage, MODEL_INPUT) for t in _activations(call))
+    return tuple(dict.fromkeys(n for n in names if n is not None))
+
+
+def _activations(call: Call) -> list[TensorInfo]:
+    """The call's activation arguments (not parameters or buffers), lists such as cat's included, in order."""
+    out: list[TensorInfo] = []
+    for value in (*call.args, *call.kwargs.values()):
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(item, TensorInfo) and item.storage is not None:
+                out.append(item)
+    return out
 
 
 def _tie(produced: list[Op], call: Call, owned: set[str]) -> list[Op]:

@@ -167,6 +167,23 @@ def test_traced_module_has_the_same_ops(name):
     assert traced.flops() == built.flops()
     assert traced.input_bytes == built.input_bytes
     assert traced.params() == built.params()  # GPT-2's lm_head shares wte's weight: counted once by both
+    # what each op reads and which write in place, from the tensors' storages in the trace: the builders'
+    # hand-kept names agree (eval mode returns dropout's input itself, so dropouts are read through)
+    assert _resolved_flow(built) == _resolved_flow(traced)
+
+
+def _resolved_flow(workload) -> tuple[dict[str, tuple[str, ...]], frozenset[str]]:
+    flow = workload.flow()
+    dropouts = {op.name for op in workload.ops if op.kind == "dropout"}
+
+    def through(name: str) -> str:
+        while name in dropouts:
+            name = flow.reads[name][0]
+        return name
+
+    reads = {name: tuple(dict.fromkeys(through(r) for r in rs)) for name, rs in flow.reads.items()
+             if name not in dropouts}
+    return reads, flow.inplace - dropouts
 
 
 def test_layer_names_follow_the_modules():

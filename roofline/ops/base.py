@@ -153,6 +153,30 @@ class Op(ABC):
         return self.traffic(pass_).bytes(activation_bytes, weight_bytes)
 
 
+MODEL_INPUT = ""
+"""What `Dataflow.reads` calls the step's input: a tensor the caller holds for the whole step."""
+
+
+@dataclass(frozen=True)
+class Dataflow:
+    """Which results each op reads, and which ops write their result into their first input: what decides when
+    eager PyTorch frees a tensor (once its last reader has run), and so what the C allocator hands back and
+    takes again (`roofline.allocator`). A read names the op that last wrote the tensor (MODEL_INPUT for the
+    step's input); a view (a free op) and an in-place op's result are the tensor they were made from, so a
+    tensor lives until the last reader of any of its names."""
+
+    reads: dict[str, tuple[str, ...]]
+    """op name -> names of the ops whose results it reads, in argument order."""
+    inplace: frozenset[str] = frozenset()
+
+    @classmethod
+    def chain(cls, ops: list[Op]) -> Dataflow:
+        """Each op reads the one before it (the first reads the input), none in place: a plain feed-forward
+        stack, what a workload that records no dataflow is taken to be."""
+        names = [MODEL_INPUT, *(op.name for op in ops)]
+        return cls({op.name: (names[i],) for i, op in enumerate(ops)})
+
+
 @dataclass
 class Workload:
     """A model at one batch size: its ops in execution order plus what the tracer could not map."""
@@ -165,6 +189,11 @@ class Workload:
     unsupported: dict[str, int] = field(default_factory=dict)
     """Op type -> occurrences the tracer saw but could not map; reported, never silently zero."""
     description: str = ""
+    dataflow: Dataflow | None = None
+    """Which results each op reads; None: a plain stack (`Dataflow.chain`)."""
+
+    def flow(self) -> Dataflow:
+        return self.dataflow if self.dataflow is not None else Dataflow.chain(self.ops)
 
     def params(self) -> Num:
         return sum(op.params() for op in self.ops)

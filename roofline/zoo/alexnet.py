@@ -24,15 +24,15 @@ def build(g: Graph, num_classes: int) -> None:
             _, out, kernel, stride, pad = layer
             g.conv(f"features.{i}", out, kernel, stride=stride, pad=pad, bias=True)
         elif layer[0] == "relu":
-            g.act(f"features.{i}", "relu")
+            g.act(f"features.{i}", "relu", inplace=True)
         else:
             g.max_pool(f"features.{i}", layer[1], layer[2])
     g.adaptive_avg_pool("avgpool", POOLED)
     g.flatten("flatten")
     g.dropout("classifier.0", DROPOUT)
     g.linear("classifier.1", HIDDEN)
-    g.act("classifier.2", "relu")
+    g.act("classifier.2", "relu", inplace=True)
     g.dropout("classifier.3", DROPOUT)
     g.linear("classifier.4", HIDDEN)
-    g.act("classifier.5", "relu")
+    g.act("classifier.5", "relu", inplace=True)
     g.linear("classifier.6", num_classes)

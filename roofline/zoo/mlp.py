@@ -14,5 +14,5 @@ OUTPUTS = 1
 def build(g: Graph, num_classes: int) -> None:
     for i, width in enumerate(HIDDEN, start=1):
         g.linear(f"fc{i}", width)
-        g.act(f"relu{i}", "relu")
+        g.act(f"relu{i}", "relu", inplace=True)
     g.linear(f"fc{len(HIDDEN) + 1}", num_classes)

@@ -76,21 +76,23 @@ def build(g: Graph, variant: str, num_classes: int) -> None:
     g.adaptive_avg_pool("avgpool", 1)
     g.flatten("flatten")
     g.linear("classifier.0", hidden)
-    g.act("classifier.1", HS)
-    g.dropout("classifier.2", DROPOUT)
+    g.act("classifier.1", HS, inplace=True)
+    g.dropout("classifier.2", DROPOUT, inplace=True)
     g.linear("classifier.3", num_classes)
 
 
 def _conv_bn_act(g: Graph, prefix: str, out: int, kernel: int, stride: int, groups: int, act: str | None) -> None:
-    """torchvision's Conv2dNormActivation: conv (no bias) '.0', BatchNorm '.1', activation '.2'."""
+    """torchvision's Conv2dNormActivation: conv (no bias) '.0', BatchNorm '.1', activation in place '.2'."""
     g.conv(f"{prefix}.0", out, kernel, stride=stride, groups=groups)
     g.batch_norm(f"{prefix}.1")
     if act:
-        g.act(f"{prefix}.2", act)
+        g.act(f"{prefix}.2", act, inplace=True)
 
 
 def _inverted_residual(g: Graph, prefix: str, b: Block) -> None:
-    """Expand 1x1 (when wider), depthwise kxk, squeeze-and-excitation, project 1x1; add when shapes match."""
+    """Expand 1x1 (when wider), depthwise kxk, squeeze-and-excitation (a gate times its own input), project
+    1x1; the block's input added in place when shapes match (`out += x`)."""
+    block_input = g.current
     layer = 0
     if b.expanded != b.in_ch:
         _conv_bn_act(g, f"{prefix}.block.{layer}", b.expanded, 1, 1, 1, b.act)
@@ -99,15 +101,15 @@ def _inverted_residual(g: Graph, prefix: str, b: Block) -> None:
     layer += 1
     if b.se:
         se = f"{prefix}.block.{layer}"
-        features = g.shape
+        features, gated = g.shape, g.current
         g.adaptive_avg_pool(f"{se}.avgpool", 1)
         g.conv(f"{se}.fc1", b.squeeze, 1, bias=True)
         g.act(f"{se}.activation", RE)
         g.conv(f"{se}.fc2", b.expanded, 1, bias=True)
         g.act(f"{se}.scale_activation", "hardsigmoid")
         g.shape = features
-        g.elementwise(f"{se}.mul", op="mul")
+        g.elementwise(f"{se}.mul", op="mul", other=gated)
         layer += 1
     _conv_bn_act(g, f"{prefix}.block.{layer}", b.out_ch, 1, 1, 1, None)
     if b.residual:
-        g.elementwise(f"{prefix}.add")
+        g.elementwise(f"{prefix}.add", other=block_input, inplace=True)

@@ -180,7 +180,7 @@ def build_workload(name: str, batch: Num, input_size: int | None = None, num_cla
     for d in inputs.shape:
         element_count = element_count * d
     return Workload(name=spec.name, batch=batch, ops=g.ops, input_bytes=element_count * inputs.element_bytes,
-                    description=f"{spec.description}; input {batch}x{sample} {dtype}")
+                    description=f"{spec.description}; input {batch}x{sample} {dtype}", dataflow=g.dataflow)
 
 
 def _smallest_input(spec: ModelSpec) -> int:

@@ -16,7 +16,7 @@ def build(g: Graph, model: str, num_classes: int) -> None:
     block, depths = DEPTHS[model]
     g.conv("conv1", 64, 7, stride=2, pad=3)
     g.batch_norm("bn1")
-    g.act("relu", "relu")
+    g.act("relu", "relu", inplace=True)
     g.max_pool("maxpool", 3, 2, 1)
     in_ch = 64
     for stage, (width, depth) in enumerate(zip(STAGE_WIDTHS, depths, strict=True), start=1):
@@ -30,29 +30,30 @@ def build(g: Graph, model: str, num_classes: int) -> None:
 
 
 def _block(g: Graph, prefix: str, block: str, in_ch: int, width: int, stride: int) -> None:
-    """Main path, then the projection of the input (torchvision computes it after the main path), add, ReLU."""
-    identity = g.shape
+    """Main path, then the projection of the input (torchvision computes it after the main path), the in-place
+    add of the identity (`out += identity`), ReLU in place."""
+    identity, block_input = g.shape, g.current
     out_ch = width * EXPANSION[block]
     if block == "basic":
         g.conv(f"{prefix}.conv1", width, 3, stride=stride)
         g.batch_norm(f"{prefix}.bn1")
-        g.act(f"{prefix}.relu", "relu")
+        g.act(f"{prefix}.relu", "relu", inplace=True)
         g.conv(f"{prefix}.conv2", width, 3)
         g.batch_norm(f"{prefix}.bn2")
     else:
         g.conv(f"{prefix}.conv1", width, 1)
         g.batch_norm(f"{prefix}.bn1")
-        g.act(f"{prefix}.relu", "relu")
+        g.act(f"{prefix}.relu", "relu", inplace=True)
         g.conv(f"{prefix}.conv2", width, 3, stride=stride)
         g.batch_norm(f"{prefix}.bn2")
-        g.act(f"{prefix}.relu", "relu")
+        g.act(f"{prefix}.relu", "relu", inplace=True)
         g.conv(f"{prefix}.conv3", out_ch, 1)
         g.batch_norm(f"{prefix}.bn3")
+    main, main_shape = g.current, g.shape
     if stride != 1 or in_ch != out_ch:
-        main = g.shape
-        g.shape = identity
+        g.current, g.shape = block_input, identity
         g.conv(f"{prefix}.downsample.0", out_ch, 1, stride=stride)
         g.batch_norm(f"{prefix}.downsample.1")
-        g.shape = main
-    g.elementwise(f"{prefix}.add")
-    g.act(f"{prefix}.relu", "relu")
+        block_input, g.current, g.shape = g.current, main, main_shape
+    g.elementwise(f"{prefix}.add", other=block_input, inplace=True)
+    g.act(f"{prefix}.relu", "relu", inplace=True)

@@ -29,15 +29,15 @@ def build(g: Graph, num_classes: int) -> None:
         if kind == "conv":
             g.conv(f"features.{i}", value, 3, bias=True)
         elif kind == "relu":
-            g.act(f"features.{i}", "relu")
+            g.act(f"features.{i}", "relu", inplace=True)
         else:
             g.max_pool(f"features.{i}", 2, 2)
     g.adaptive_avg_pool("avgpool", POOLED)
     g.flatten("flatten")
     g.linear("classifier.0", HIDDEN)
-    g.act("classifier.1", "relu")
+    g.act("classifier.1", "relu", inplace=True)
     g.dropout("classifier.2", DROPOUT)
     g.linear("classifier.3", HIDDEN)
-    g.act("classifier.4", "relu")
+    g.act("classifier.4", "relu", inplace=True)
     g.dropout("classifier.5", DROPOUT)
     g.linear("classifier.6", num_classes)
