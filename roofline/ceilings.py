@@ -48,6 +48,9 @@ class Ceilings:
     """SIMD / CUDA-core peak for the compute dtype (fp32's when the dtype has no native vector path)."""
     alignment_elements: int | None
     """Tensor-core alignment for the compute dtype (GEMM dims must be multiples)."""
+    vector_lanes_fp32: int = 0
+    """CPU: fp32 lanes of one SIMD register (simd_width_bits / 32): oneDNN blocks channels by it (aBcd8b on
+    AVX2, aBcd16b on AVX-512), so its layout copies pad channels to a multiple of it. 0 on a GPU."""
     threads: int = 1
     """Host threads the framework computes with (the calibration's torch thread count, else the cores): PyTorch
     picks some CPU kernels by it (`roofline.costmodel.cpu_conv_backend`)."""
@@ -69,7 +72,7 @@ class Ceilings:
     dispatch_s_by_kind: dict[str, float] = field(default_factory=dict)
     """Measured host time per call by `op.kernel` or `op.kind`; `dispatch_s` for kinds not measured."""
     page_fault_bytes_per_s: float | None = None
-    """CPU: measured first-touch rate of fresh pages, paid by tensors of MMAP_THRESHOLD_BYTES and more."""
+    """CPU: measured first-touch rate of fresh pages, paid by what the allocator takes anew (`roofline.allocator`)."""
     layout_conversion_bytes_per_s: dict[str, float] = field(default_factory=dict)
     """CPU: measured NCHW <-> blocked conversion rate, 'cache' and 'dram' (see Measured)."""
     launch_s: float = 0.0
@@ -264,8 +267,9 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
         profile.compute.cores.value * profile.compute.sockets)
     is_gpu = isinstance(profile, GpuProfile)
     threads = measured.environment.get("torch_threads") if measured else None
+    lanes = 0 if is_gpu else int(profile.compute.simd_width_bits.value) // 32  # type: ignore[union-attr]
     return Ceilings(
-        device=profile.name, is_gpu=is_gpu, units=units,
+        device=profile.name, is_gpu=is_gpu, units=units, vector_lanes_fp32=lanes,
         threads=int(threads) if isinstance(threads, int | float) and threads else units, compute_dtype=dtype,
         matrix_flops_per_s=matrix_value, vector_flops_per_s=vector_value, alignment_elements=alignment,
         gemm_curve=curve, gemm_fit=fit_gemm_curve(curve),

@@ -28,15 +28,10 @@ device work on a GPU and adds to it on a CPU). Each mechanism is named where it 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from roofline.ceilings import Ceilings, Level, skinny_rate
 from roofline.ops.base import GemmView, Op
-
-MMAP_THRESHOLD_BYTES = 32 * 2**20
-"""glibc's largest dynamic mmap threshold on 64-bit Linux (DEFAULT_MMAP_THRESHOLD_MAX, mallopt(3):
-https://man7.org/linux/man-pages/man3/mallopt.3.html): allocations this large are always mmap'd and
-unmapped on free, so a tensor this large is written into fresh pages at every step."""
 
 LOAD_ALIGNMENT_BYTES = 16
 """Widest vector load a tensor-core GEMM kernel issues (128-bit LDG/LDS); alignment_elements x dtype
@@ -67,7 +62,7 @@ class OpCost:
     queued: bool = False
     """True on a GPU: the host queues kernels and runs ahead, so host and device time overlap."""
     fresh_bytes: float = 0.0
-    """Bytes this pass writes into pages the allocator maps anew (first-touch page faults, CPU)."""
+    """Bytes this pass's allocations took in fresh pages, first-touched (CPU; see `with_first_touch`)."""
 
     @property
     def time_s(self) -> float:
@@ -270,27 +265,6 @@ def _depthwise_kind(c: Ceilings, ctx: CostContext, pass_: str) -> str:
     return "depthwise:nchw" if nchw else "depthwise"
 
 
-BLOCKED_CHANNELS = 16
-"""oneDNN's AVX-512 fp32 convolutions keep activations in 16-channel blocks (aBcd16b in ONEDNN_VERBOSE=1)."""
-
-
-def blocked_copies(op: Op, pass_: str) -> list[int]:
-    """Elements of the channel-blocked copies a oneDNN convolution over NCHW tensors allocates for one pass:
-    each activation it reads and writes is reordered into (or out of) a temporary with channels padded to
-    a whole block (ONEDNN_VERBOSE=1 shows the reorders: input before the convolution, output after it). A
-    stem's few input channels are read as they are (its kernel takes a plain source), so only its output is
-    copied."""
-    n, c, h, w = op.n, op.c, op.h, op.w  # type: ignore[attr-defined]
-    k, p, q = op.k, op.p, op.q  # type: ignore[attr-defined]
-
-    def padded(channels: int) -> int:
-        return -(-channels // BLOCKED_CHANNELS) * BLOCKED_CHANNELS
-
-    x = 0 if conv_kind(op) == "stem" else n * padded(c) * h * w
-    y = n * padded(k) * p * q
-    return {"forward": [x, y], "backward_input": [y, x], "backward_weight": [x, y]}[pass_]
-
-
 def layout_conversion_s(op: Op, pass_: str, act_bytes: float, ctx: CostContext, onednn: bool) -> float:
     """Seconds a CPU convolution run by oneDNN (`onednn`, see `cpu_conv_backend`) over NCHW tensors spends
     converting them to its channel-blocked layout and back: separate reorder kernels before and after the
@@ -389,32 +363,35 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     if l2 is not None and l2_bytes / l2.bandwidth_bytes_per_s > memory_s:
         memory_s = l2_bytes / l2.bandwidth_bytes_per_s
         level_name = "L2"
-    fresh_bytes = fault_s = 0.0
-    if c.page_fault_bytes_per_s:
-        written = [float(traffic.activations_written) * ctx.activation_bytes,
-                   float(traffic.weights_written) * ctx.weight_bytes]
-        if onednn and not ctx.channels_last:
-            written += [float(e) * ctx.activation_bytes for e in blocked_copies(op, pass_)]
-        fresh_bytes = sum(b for b in written if b >= MMAP_THRESHOLD_BYTES)
-        if fresh_bytes:
-            fault_s = fresh_bytes / c.page_fault_bytes_per_s
-            notes.append(f"{fresh_bytes / 2**20:.0f} MiB written into fresh pages (mmap'd tensors): "
-                         f"{c.page_fault_bytes_per_s / 1e9:.2g} GB/s first touch")
     host_s = call_s * launches
     launch_s = c.launch_s * launches if c.is_gpu else 0.0
     layout_s = layout_conversion_s(op, pass_, act_bytes, ctx, onednn)
     if layout_s:
         notes.append(f"NCHW activations: {act_bytes / 1e6:.3g} MB converted to the blocked layout and back "
                      f"({layout_s * 1e3:.3g} ms; use channels_last)")
-    work_s = max(compute_s, memory_s) + layout_s + fault_s
+    work_s = max(compute_s, memory_s) + layout_s
     device_s = max(work_s, launch_s)
     if max(host_s, launch_s) > work_s:
         bound = "overhead"
-    elif max(layout_s, fault_s) > max(compute_s, memory_s):
-        bound = "memory:layout" if layout_s >= fault_s else "memory:fresh pages"
+    elif layout_s > max(compute_s, memory_s):
+        bound = "memory:layout"
     elif compute_s >= memory_s:
         bound = "compute"
     else:
         bound = f"memory:{level_name}"
     return OpCost(op.name, op.kind, pass_, flops, act_bytes + w_bytes, compute_s, memory_s, host_s, device_s,
-                  bound, path, tuple(dict.fromkeys(notes)), launches, c.is_gpu, fresh_bytes)
+                  bound, path, tuple(dict.fromkeys(notes)), launches, c.is_gpu)
+
+
+def with_first_touch(cost: OpCost, fresh_bytes: float, bytes_per_s: float) -> OpCost:
+    """`cost` with the fresh pages its requests took in the step (`roofline.allocator`) first-touched at the
+    measured rate. Faults stall the thread that writes the page, so they add to the op's time rather than hide
+    under max(compute, memory); the bound says so where they are the larger part."""
+    if fresh_bytes <= 0:
+        return cost
+    fault_s = fresh_bytes / bytes_per_s
+    bound = "memory:fresh pages" if fault_s > max(cost.device_s, cost.host_s) else cost.bound
+    note = (f"{fresh_bytes / 2**20:.3g} MiB first-touched in fresh pages at {bytes_per_s / 1e9:.2g} GB/s "
+            f"({fault_s * 1e3:.3g} ms)")
+    return replace(cost, device_s=cost.device_s + fault_s, fresh_bytes=fresh_bytes, bound=bound,
+                   notes=(*cost.notes, note))

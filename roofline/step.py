@@ -14,8 +14,9 @@ import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 
+from roofline.allocator import first_touch_bytes
 from roofline.ceilings import Ceilings, ceilings_for
-from roofline.costmodel import CostContext, OpCost, op_cost
+from roofline.costmodel import CostContext, OpCost, op_cost, with_first_touch
 from roofline.hardware.schema import Profile
 from roofline.memory import MemoryBreakdown, default_reserve_bytes, memory_breakdown
 from roofline.ops.base import PASSES, Op, Workload
@@ -189,6 +190,9 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     ctx = CostContext(c, precision.storage_bytes, weight_bytes, weight_reuse_bytes=reuse,
                       channels_last=opts.channels_last)
     costs = op_costs(ops, passes, ctx)
+    if c.page_fault_bytes_per_s:
+        fresh = first_touch_bytes(executed(ops, passes), workload.flow(), opts.train, ctx)
+        costs = [with_first_touch(cost, b, c.page_fault_bytes_per_s) for cost, b in zip(costs, fresh, strict=True)]
     ptensors = _param_tensors(workload)
     optimizer_s = amp_cast_s = 0.0
     if opts.train:

@@ -1,6 +1,5 @@
-"""CPU mechanisms the calibration measures, applied by the cost model: fresh pages for large tensors,
-per-kind dispatch, kernel streaming rates and NCHW layout conversion (checked with hand arithmetic on the
-textbook CPU)."""
+"""CPU mechanisms the calibration measures, applied by the cost model: per-kind dispatch, kernel streaming
+rates and NCHW layout conversion (checked with hand arithmetic on the textbook CPU)."""
 
 import math
 from dataclasses import replace
@@ -8,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from roofline.ceilings import ceilings_for
-from roofline.costmodel import MMAP_THRESHOLD_BYTES, CostContext, op_cost
+from roofline.costmodel import CostContext, op_cost
 from roofline.hardware import find_profile
 from roofline.ops import Elementwise, Pool2d
 from roofline.precision import get_precision
@@ -17,34 +16,6 @@ from roofline.precision import get_precision
 @pytest.fixture
 def textbook():
     return ceilings_for(find_profile("textbook", "cpu"), get_precision("fp32"))
-
-
-def test_large_outputs_pay_first_touch(textbook):
-    c = replace(textbook, page_fault_bytes_per_s=4e9)
-    big = Elementwise("add", numel=16 * 2**20, inputs=2)  # writes 64 MiB >= the 32 MiB mmap threshold
-    small = Elementwise("add", numel=2 * 2**20, inputs=2)  # writes 8 MiB: reused heap memory
-    base_big = op_cost(big, "forward", CostContext(textbook, 4, 4)).device_s
-    # 64 MiB / 4e9 B/s = 16.8 ms of page faults after streaming the bytes (the kernel faults as it writes)
-    faulted = op_cost(big, "forward", CostContext(c, 4, 4))
-    assert faulted.device_s == pytest.approx(base_big + 2**26 / 4e9)
-    assert faulted.fresh_bytes == 2**26
-    assert op_cost(small, "forward", CostContext(c, 4, 4)).device_s == pytest.approx(
-        op_cost(small, "forward", CostContext(textbook, 4, 4)).device_s)
-    assert MMAP_THRESHOLD_BYTES == 32 * 2**20
-
-
-def test_oneDNN_blocked_copies_of_nchw_activations_are_mapped_anew(textbook):
-    from roofline.ops import Conv2d
-
-    c = replace(textbook, page_fault_bytes_per_s=4e9, threads=2)
-    # 64 x 64 x 64 x 64 fp32 = 64 MiB in and out: the NCHW output, and oneDNN's 16-channel-blocked copies of
-    # input and output (64 channels pad to 64), all >= 32 MiB -> 3 x 64 MiB fresh; channels_last: the output only
-    conv = Conv2d("pw", n=64, c=64, h=64, w=64, k=64, r=1, s=1, bias=False)
-    assert op_cost(conv, "forward", CostContext(c, 4, 4)).fresh_bytes == 3 * 2**26
-    assert op_cost(conv, "forward", CostContext(c, 4, 4, channels_last=True)).fresh_bytes == 2**26
-    # a stem's 3 input channels are read as they are: the output and its blocked copy, 16 channels of 224^2
-    stem = Conv2d("stem", n=64, c=3, h=224, w=224, k=16, r=3, s=3, pad=1, bias=False)
-    assert op_cost(stem, "forward", CostContext(c, 4, 4)).fresh_bytes == 2 * 64 * 16 * 224 * 224 * 4
 
 
 def test_measured_kernel_rate_caps_a_slow_kernel(textbook):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 
-from roofline.costmodel import MMAP_THRESHOLD_BYTES
+from roofline.allocator import MMAP_THRESHOLD_MAX_BYTES
 
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
@@ -35,4 +35,4 @@ def keep_pages_mapped() -> bool:
     if mallopt is None or not hasattr(libc, "gnu_get_libc_version"):
         return False
     return bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_MAX_BYTES)) and bool(
-        mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+        mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX_BYTES))
