@@ -8,7 +8,8 @@ benchmarks/LOG.md): one calibration describes the minute it ran in, and a grid m
 minutes against it measures that drift as much as the cost model; calibrations spread over the passes describe
 the span the rows were timed in. `--profile FILE` predicts with an existing calibrated profile instead. Each
 case is timed live with PyTorch (warm-up excluded, median of repeats, IQR spread) in every pass, alternately
-forward and in reverse order, and the passes' samples are pooled. The report lists every run and, per run, the
+forward and in reverse order, each time in a process of its own (as a user's script runs one model; see
+`run_case`), and the passes' samples are pooled. The report lists every run and, per run, the
 op kinds whose predicted time is furthest from the profiler's measured time: where the cost model is wrong,
 not only by how much. Sizes are chosen for a 2-core machine (about 13 minutes in all); targets from the issue:
 median |error| <= 15 %, worst <= 40 %.
@@ -22,6 +23,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,7 +34,7 @@ from typing import Any
 from roofline.bench.timing import SPREAD_WARN_REL_IQR, quantile
 from roofline.hardware.load import load_profile
 from roofline.hardware.schema import Profile
-from roofline.validate import ProfileChoice, Validation, error_pct, repredicted, validate, validation_dict
+from roofline.validate import LiveRuns, ProfileChoice, compare, error_pct, run_live, validation_dict
 from roofline.workloads import ModelRequest
 
 MEDIAN_TARGET_PCT = 15.0
@@ -73,6 +75,8 @@ CASES: list[tuple[str, bool, list[int], dict[str, int]]] = [
 ]
 QUICK_CASES = [("mlp", False, [1, 32], {}), ("resnet18", False, [1], {"input_size": 112}),
                ("mlp", True, [32], {})]
+ALL_CASES = CASES + [case for case in QUICK_CASES if case not in CASES]
+"""Cases by index, for the child processes that measure them."""
 
 
 def _ms(seconds: float | None) -> str:
@@ -208,31 +212,48 @@ def machine_speed_flops_per_s() -> float:
 
 
 @dataclass
-class Measured:
-    """One case of one pass: the live runs (predicted with that pass's calibration until all are combined),
-    the 1-minute load average and the machine's GEMM speed when the case started."""
+class CaseRun:
+    """One case of one pass, measured in a process of its own: the live runs, the 1-minute load average and
+    the machine's GEMM speed when the case started."""
 
     request: ModelRequest
-    validation: Validation
+    live: LiveRuns
     load: float
     speed_flops_per_s: float
 
     def as_dict(self, choice: ProfileChoice) -> dict[str, Any]:
-        """validate's JSON document with every run predicted from `choice`'s profile."""
-        res = validation_dict(repredicted(self.validation, self.request, choice))
+        """validate's JSON document of the live runs, each predicted from `choice`'s profile."""
+        res = validation_dict(compare(self.request, self.live, choice))
         for run in res["runs"]:
             run["load_avg_1min"], run["speed_probe_flops_per_s"] = [self.load], [self.speed_flops_per_s]
         return res
 
 
-def measure_case(req: ModelRequest, train: bool, batches: list[int], profile_path: str,
-                 first_pass: bool) -> Measured:
-    """validate() over the batches with this pass's calibrated profile; the profiler's per-kind table only in
-    the first pass (later passes only add step samples)."""
+def request(index: int) -> ModelRequest:
+    model, _, _, inputs = ALL_CASES[index]
+    return ModelRequest(model=model, input_size=inputs.get("input_size"), seq_len=inputs.get("seq_len"))
+
+
+def measure_case(index: int, first_pass: bool) -> dict[str, Any]:
+    """The child's work: the case timed live (run_live; the profiler's per-kind table and the fresh-page count
+    only in the first pass, later passes only add step samples), with the load and the machine's speed."""
+    _, train, batches, _ = ALL_CASES[index]
     load, speed = os.getloadavg()[0], machine_speed_flops_per_s()
-    v = validate(req, "cpu", batches, "fp32", train, hw=profile_path, budget_s=BUDGET_S, repeats=REPEATS,
-                 kind_steps=2 if first_pass else 0)
-    return Measured(req, v, load, speed)
+    live = run_live(request(index), "cpu", batches, "fp32", train, budget_s=BUDGET_S, repeats=REPEATS,
+                    kind_steps=2 if first_pass else 0, count_faults=first_pass)
+    return {"live": live.as_dict(), "load": load, "speed_flops_per_s": speed}
+
+
+def run_case(index: int, first_pass: bool) -> CaseRun:
+    """`measure_case` in a new process, as a user's script runs one model: in one long process, what earlier
+    models left on the C heap decides how much of the next one's memory is fresh (BERT at batch 4 first-touched
+    100 MB a step in a process of its own, 0 after the CNN cases)."""
+    argv = [sys.executable, __file__, "--child", str(index), *(["--first-pass"] if first_pass else [])]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"case {ALL_CASES[index][0]} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    doc = json.loads(done.stdout)
+    return CaseRun(request(index), LiveRuns.from_dict(doc["live"]), doc["load"], doc["speed_flops_per_s"])
 
 
 def pooled(passes: list[dict[str, Any]]) -> dict[str, Any]:
@@ -262,11 +283,12 @@ def pooled(passes: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def calibrate(out: Path, quick: bool) -> str:
-    """This machine calibrated now, in a child process (see the module doc), written to `out`."""
+    """This machine calibrated now, in a child process (see the module doc), written to `out`; fp32 only, the
+    grid's precision."""
     from roofline.validate import calibrate_in_child
 
     print(f"calibrating ({'quick' if quick else 'full'}) -> {out}", file=sys.stderr, flush=True)
-    _, path, seconds = calibrate_in_child("cpu", quick=quick, out=str(out))
+    _, path, seconds = calibrate_in_child("cpu", quick=quick, out=str(out), dtypes="fp32")
     print(f"calibrated in {seconds:.0f} s", file=sys.stderr, flush=True)
     return path
 
@@ -290,29 +312,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
     parser.add_argument("--profile", type=Path, help="predict with this calibrated profile instead of "
                         "calibrating before each pass")
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--first-pass", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child is not None:
+        print(json.dumps(measure_case(args.child, args.first_pass)))
+        return 0
     started = time.perf_counter()
-    cases = QUICK_CASES if args.quick else CASES
+    indices = [ALL_CASES.index(case) for case in (QUICK_CASES if args.quick else CASES)]
     stem = "accuracy-cpu-quick" if args.quick else "accuracy-cpu"
     args.out.mkdir(parents=True, exist_ok=True)
-    passes: list[dict[int, Measured]] = []
+    passes: list[dict[int, CaseRun]] = []
     with tempfile.TemporaryDirectory() as scratch:
         calibrations = []
         for number in range(PASSES):
-            profile_path = str(args.profile) if args.profile else calibrate(
-                Path(scratch) / f"pass-{number + 1}.yaml", args.quick)
-            calibrations.append(profile_path)
-            order = list(enumerate(cases))
+            if not args.profile:
+                calibrations.append(calibrate(Path(scratch) / f"pass-{number + 1}.yaml", args.quick))
             passes.append({})
-            for index, (model, train, batches, inputs) in order if number % 2 == 0 else order[::-1]:
+            for index in indices if number % 2 == 0 else indices[::-1]:
+                model, train, batches, _ = ALL_CASES[index]
                 print(f"pass {number + 1}: {model} {'train' if train else 'infer'} batch {batches}",
                       file=sys.stderr, flush=True)
-                req = ModelRequest(model=model, input_size=inputs.get("input_size"), seq_len=inputs.get("seq_len"))
-                passes[number][index] = measure_case(req, train, batches, profile_path, first_pass=number == 0)
-        profile_out = args.out / f"{stem}-profile.yaml"
+                passes[number][index] = run_case(index, first_pass=number == 0)
         choice = ProfileChoice(load_profile(args.profile), "calibrated", str(args.profile)) if args.profile else (
-            combined_profile(calibrations, profile_out))
-    results = [{**pooled([p[i].as_dict(choice) for p in passes]), "inputs": cases[i][3]} for i in range(len(cases))]
+            combined_profile(calibrations, args.out / f"{stem}-profile.yaml"))
+    results = [{**pooled([p[i].as_dict(choice) for p in passes]), "inputs": ALL_CASES[i][3]} for i in indices]
     errors = [abs(r["error_pct"]) for res in results for r in res["runs"]]
     summary = {"runs": len(errors), "median_abs_error_pct": statistics.median(errors),
                "max_abs_error_pct": max(errors), "elapsed_s": time.perf_counter() - started}

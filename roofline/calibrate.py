@@ -119,6 +119,9 @@ class Plan:
 
     device: str
     quick: bool
+    dtypes: tuple[str, ...] | None = None
+    """Torch dtypes whose GEMM curves to measure (fp32 always is: every fp32 prediction and convolution
+    efficiency rests on it); None: all the device runs, and numpy's."""
 
     @property
     def gemm_budget_s(self) -> float:
@@ -253,14 +256,18 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     if not heap_fixed:
         warnings.append("not glibc: the C heap's trim policy could not be fixed, so kernels that allocate may "
                         "include first-touch page faults")
+
+    def wanted(dtype: str) -> bool:
+        return dtype == "fp32" or plan.dtypes is None or dtype in plan.dtypes
+
     if plan.device == "cuda":
         llc = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)) or None
-        round_dtypes, other_dtypes, numpy_dtypes = tuple(gemm.cuda_dtypes()), (), ()
+        round_dtypes, other_dtypes, numpy_dtypes = tuple(d for d in gemm.cuda_dtypes() if wanted(d)), (), ()
     else:
         llc = last_level_cache_bytes()
         round_dtypes = ("fp32",)
-        other_dtypes = tuple(d for d in gemm.CPU_TORCH_DTYPES if d not in round_dtypes)
-        numpy_dtypes = gemm.NUMPY_DTYPES
+        other_dtypes = tuple(d for d in gemm.CPU_TORCH_DTYPES if d not in round_dtypes and wanted(d))
+        numpy_dtypes = gemm.NUMPY_DTYPES if plan.dtypes is None else ()
     if llc is None:
         raise ProfileError("no last-level cache size found (sysfs); cannot size the bandwidth sweep")
     probes = RoundProbes(plan.device, llc, round_dtypes, plan.gemm_sizes(), conv.shapes(plan.quick),

@@ -18,9 +18,10 @@ import math
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
+from roofline.bench.timing import Measurement
 from roofline.errors import CalibrationMismatch, RooflineError
 from roofline.hardware.schema import Profile
 from roofline.trace import load_module
@@ -52,11 +53,13 @@ def _without_calibration(profile: Profile, source: str, why: str) -> ProfileChoi
                          (f"{why}; predicting with {source} ceilings",))
 
 
-def calibrate_in_child(device: str, quick: bool, out: str | None = None) -> tuple[Profile, str, float]:
+def calibrate_in_child(device: str, quick: bool, out: str | None = None,
+                       dtypes: str | None = None) -> tuple[Profile, str, float]:
     """Run `roofline calibrate` in a child process and return (the calibrated profile, its path, seconds).
     A child because calibration fixes the C heap's trim policy for its own process (`roofline.bench.heap`),
     and the live steps timed after it must run under the allocator's default policy, as the user's would.
-    `out` writes the profile there (replacing it) instead of the default calibrated path."""
+    `out` writes the profile there (replacing it) instead of the default calibrated path; `dtypes` is
+    calibrate's --dtypes."""
     import json
     import subprocess
     import sys
@@ -66,7 +69,7 @@ def calibrate_in_child(device: str, quick: bool, out: str | None = None) -> tupl
 
     started = time.perf_counter()
     argv = ["calibrate", "--device", device, "--json", *(["--quick"] if quick else []),
-            *(["--out", out, "--force"] if out else [])]
+            *(["--out", out, "--force"] if out else []), *(["--dtypes", dtypes] if dtypes else [])]
     code = f"import sys; from cli import main; sys.exit(main({argv!r}))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -422,21 +425,135 @@ def fresh_page_bytes_per_step(step: Callable[[], Any], steps: int = FAULT_COUNT_
     return faults * resource.getpagesize() / steps
 
 
-def _measure_batch(module: Any, step: Callable[[], Any], device: Any, label: str, budget_s: float, repeats: int,
-                   kind_steps: int, per_layer: bool) -> tuple[Any, float | None, dict[str, float], dict[str, float]]:
-    """The timed step, the bytes it first-touches, the profiler's seconds per kind, and (when asked) forward
-    seconds per leaf module."""
+@dataclass(frozen=True)
+class LiveBatch:
+    """One batch size run live: the timed steps and the profiled breakdowns, nothing predicted."""
+
+    batch_size: int
+    measurement: Measurement
+    kinds: dict[str, float] = field(default_factory=dict)
+    """torch.profiler self seconds per op kind and step."""
+    layers: dict[str, float] = field(default_factory=dict)
+    """Forward seconds per leaf-module call, when per-layer timing was asked for."""
+    fresh_page_bytes: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        m = self.measurement
+        return {"batch_size": self.batch_size, "kinds": self.kinds, "layers": self.layers,
+                "fresh_page_bytes": self.fresh_page_bytes,
+                "measurement": {"label": m.label, "samples_s": list(m.samples_s), "number": m.number,
+                                "stop_reason": m.stop_reason}}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LiveBatch:
+        m = d["measurement"]
+        return cls(d["batch_size"], Measurement(m["label"], tuple(m["samples_s"]), m["number"], m["stop_reason"]),
+                   d["kinds"], d["layers"], d["fresh_page_bytes"])
+
+
+@dataclass(frozen=True)
+class LiveRuns:
+    """A model run live at several batch sizes (`run_live`), in a form that crosses process boundaries
+    (`as_dict`): the accuracy benchmark measures each case in a process of its own, as a user's script runs."""
+
+    model: str
+    device: str
+    precision: str
+    train: bool
+    optimizer: str
+    environment: dict[str, Any]
+    batches: list[LiveBatch]
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "device": self.device, "precision": self.precision, "train": self.train,
+                "optimizer": self.optimizer, "environment": self.environment, "warnings": self.warnings,
+                "batches": [b.as_dict() for b in self.batches]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LiveRuns:
+        return cls(d["model"], d["device"], d["precision"], d["train"], d["optimizer"], d["environment"],
+                   [LiveBatch.from_dict(b) for b in d["batches"]], d["warnings"])
+
+
+def _measure_batch(module: Any, step: Callable[[], Any], device: Any, batch: int, label: str, budget_s: float,
+                   repeats: int, kind_steps: int, per_layer: bool, count_faults: bool) -> LiveBatch:
+    """The timed step, the bytes it first-touches (when `count_faults`), the profiler's seconds per kind, and
+    (when asked) forward seconds per leaf module."""
     from roofline.live import time_by_kind
 
     torch = _torch()
     try:
         measurement = _measure_step(step, device, label, budget_s, repeats)
-        fresh = fresh_page_bytes_per_step(step)
+        fresh = fresh_page_bytes_per_step(step) if count_faults else None
         kinds = time_by_kind(step, device, kind_steps) if kind_steps else {}
         layers = layer_times(module, step, device, max(kind_steps, 1)) if per_layer else {}
     except torch.cuda.OutOfMemoryError:
         raise RooflineError(f"{label}: out of GPU memory; use a smaller --batch or a 16-bit --precision") from None
-    return measurement, fresh, kinds, layers
+    return LiveBatch(batch, measurement, kinds, layers, fresh)
+
+
+def _checked(device_name: str, repeats: int, budget_s: float, kind_steps: int) -> Any:
+    """The torch device, once the arguments are known good (before any calibration or live run)."""
+    from roofline.live import resolve_device
+
+    if repeats < 1 or budget_s <= 0 or kind_steps < 0:
+        raise RooflineError("--repeats must be >= 1, --budget > 0 and --kind-steps >= 0")
+    return resolve_device(device_name)
+
+
+def run_live(req: ModelRequest, device_name: str, batches: list[int], precision_name: str = "fp32",
+             train: bool = False, optimizer: str = "sgd", budget_s: float = 2.0, repeats: int = MIN_TIMED_REPEATS,
+             kind_steps: int = 2, per_layer: bool = False, on_batch: Callable[[int], None] = lambda _: None,
+             count_faults: bool = True) -> LiveRuns:
+    """Run `req` live at each batch size on `device_name` ('cpu' or 'cuda'): the measuring half of `validate`."""
+    from roofline.calibrate import current_environment
+    from roofline.live import make_step
+    from roofline.precision import get_precision
+    from roofline.workloads import workload_builder
+
+    torch = _torch()
+    device = _checked(device_name, repeats, budget_s, kind_steps)
+    precision = get_precision(precision_name)
+    name, _ = workload_builder(req)
+    module = live_model(req)
+    environment = current_environment(device_name)
+    environment["torch_threads"] = torch.get_num_threads()
+    environment["torch_interop_threads"] = torch.get_num_interop_threads()
+    warnings: list[str] = []
+    out = []
+    for batch in batches:
+        on_batch(batch)
+        example = live_input(req, module, batch)
+        step = make_step(single_output(module) if train else module, example, device, precision.name, train,
+                         optimizer)
+        live = _measure_batch(module, step, device, batch, f"{name} batch {batch}", budget_s, repeats, kind_steps,
+                              per_layer, count_faults)
+        warnings.extend(live.measurement.warnings)
+        out.append(live)
+    return LiveRuns(name, device_name, precision.name, train, optimizer, environment, out, warnings)
+
+
+def compare(req: ModelRequest, live: LiveRuns, choice: ProfileChoice) -> Validation:
+    """Each live batch beside the prediction of `choice`'s profile for it: the comparing half of `validate`."""
+    from roofline.precision import get_precision
+    from roofline.step import StepOptions, predict_step
+    from roofline.workloads import workload_builder
+
+    _, build = workload_builder(req)
+    options = StepOptions(train=live.train, optimizer=live.optimizer)
+    warnings = list(choice.warnings)
+    runs = []
+    for batch in live.batches:
+        workload = build(batch.batch_size)
+        if workload.unsupported:
+            warnings.append(f"batch {batch.batch_size}: ops with no formula, predicted as zero time: "
+                            + ", ".join(f"{k} x{v}" for k, v in workload.unsupported.items()))
+        prediction = predict_step(workload, choice.profile, get_precision(live.precision), options)
+        runs.append(Run(batch.batch_size, prediction, batch.measurement, batch.kinds, batch.layers,
+                        batch.fresh_page_bytes))
+    return Validation(live.model, live.device, live.precision, live.train, live.optimizer, choice, live.environment,
+                      runs, warnings + live.warnings)
 
 
 def validate(req: ModelRequest, device_name: str, batches: list[int], precision_name: str = "fp32",
@@ -444,56 +561,11 @@ def validate(req: ModelRequest, device_name: str, batches: list[int], precision_
              repeats: int = MIN_TIMED_REPEATS, kind_steps: int = 2, per_layer: bool = False,
              on_batch: Callable[[int], None] = lambda _: None, calibrate: bool = True) -> Validation:
     """Predict and run `req` at each batch size on `device_name` ('cpu' or 'cuda')."""
-    from roofline.calibrate import current_environment
-    from roofline.live import make_step, resolve_device
-    from roofline.precision import get_precision
-    from roofline.step import StepOptions, predict_step
-    from roofline.workloads import workload_builder
-
-    torch = _torch()
-    device = resolve_device(device_name)
-    precision = get_precision(precision_name)
-    if repeats < 1 or budget_s <= 0 or kind_steps < 0:
-        raise RooflineError("--repeats must be >= 1, --budget > 0 and --kind-steps >= 0")
+    _checked(device_name, repeats, budget_s, kind_steps)
     choice = choose_profile(device_name, hw, calibrate)
-    name, build = workload_builder(req)
-    module = live_model(req)
-    environment = current_environment(device_name)
-    environment["torch_threads"] = torch.get_num_threads()
-    environment["torch_interop_threads"] = torch.get_num_interop_threads()
-    warnings = list(choice.warnings)
-    options = StepOptions(train=train, optimizer=optimizer)
-    runs = []
-    for batch in batches:
-        on_batch(batch)
-        workload = build(batch)
-        if workload.unsupported:
-            warnings.append(f"batch {batch}: ops with no formula, predicted as zero time: "
-                            + ", ".join(f"{k} x{v}" for k, v in workload.unsupported.items()))
-        prediction = predict_step(workload, choice.profile, precision, options)
-        example = live_input(req, module, batch)
-        step = make_step(single_output(module) if train else module, example, device, precision.name, train,
-                         optimizer)
-        measurement, fresh, measured_kinds, measured_layers = _measure_batch(
-            module, step, device, f"{name} batch {batch}", budget_s, repeats, kind_steps, per_layer)
-        warnings.extend(measurement.warnings)
-        runs.append(Run(batch, prediction, measurement, measured_kinds, measured_layers, fresh))
-    return Validation(name, device_name, precision.name, train, optimizer, choice, environment, runs, warnings)
-
-
-def repredicted(v: Validation, req: ModelRequest, choice: ProfileChoice) -> Validation:
-    """The same live runs compared with predictions from another profile: the accuracy benchmark calibrates
-    around its passes and predicts with those calibrations combined, which describe the span the runs
-    were timed in (see `roofline.calibrate.combine`)."""
-    from roofline.precision import get_precision
-    from roofline.step import StepOptions, predict_step
-    from roofline.workloads import workload_builder
-
-    _, build = workload_builder(req)
-    options = StepOptions(train=v.train, optimizer=v.optimizer)
-    runs = [replace(run, prediction=predict_step(build(run.batch_size), choice.profile,
-                                                 get_precision(v.precision), options)) for run in v.runs]
-    return replace(v, choice=choice, runs=runs)
+    live = run_live(req, device_name, batches, precision_name, train, optimizer, budget_s, repeats, kind_steps,
+                    per_layer, on_batch)
+    return compare(req, live, choice)
 
 
 def _finite(value: float | None) -> float | None:

@@ -23,6 +23,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="what to measure (default cpu)")
     p.add_argument("--quick", action="store_true", help="sparser sweeps, shorter budgets (about 25 s on a 2-core CPU)")
     p.add_argument("--out", metavar="FILE", help="where to write the profile (default: the calibrated directory)")
+    p.add_argument("--dtypes", metavar="LIST", help="GEMM dtypes to measure, e.g. fp32,bf16 (fp32 always is; "
+                   "default: all this device runs, and numpy's)")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     p.add_argument("--hw", metavar="NAME|PATH", help="datasheet GPU profile to calibrate (default: matched)")
     add_json_flag(p)
@@ -35,17 +37,30 @@ def _target(args: argparse.Namespace, profile_name: str) -> Path:
     return Path(args.out) if args.out else calibrated_path(profile_name)
 
 
+def _dtypes(text: str | None) -> tuple[str, ...] | None:
+    from roofline.bench.gemm import CPU_TORCH_DTYPES, CUDA_TORCH_DTYPES
+
+    if text is None:
+        return None
+    names = tuple(d.strip() for d in text.split(",") if d.strip())
+    known = dict.fromkeys((*CPU_TORCH_DTYPES, *CUDA_TORCH_DTYPES))
+    unknown = [d for d in names if d not in known]
+    if unknown or not names:
+        raise RooflineError(f"--dtypes '{text}': expected a comma list of {', '.join(known)}")
+    return names
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from roofline import calibrate
 
+    plan = calibrate.Plan(args.device, args.quick, _dtypes(args.dtypes))
     profile = calibrate.base_profile(args.device, args.hw)
     path = _target(args, profile.name)
     if path.exists() and not args.force:
         raise RooflineError(f"{path} exists; pass --force to overwrite it")
-    plan = calibrate.Plan(args.device, args.quick)
     err = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err,
                   transient=args.json) as progress:
