@@ -18,10 +18,16 @@ the ops whose requests took them. Replayed from the recorded traces, these rules
 step where MobileNetV3-small (batch 64), ResNet-18 (64) and MobileNetV3-large (8) first-touch 56-108,
 212-257 and 17-26 MB (the range is the process's history: what ran before decides the heap's layout).
 
-Training: autograd keeps many small objects on the heap between the large ones, which keep its top from
-being trimmed; replaying recorded training traces without them over-predicted 2-5x, and a ResNet-18 step
-first-touched 51, 0 and 0 MB three steps in a row. So for training only what is mapped anew whatever the
-heap holds is predicted: tensors of MMAP_THRESHOLD_MAX_BYTES and more.
+Training: autograd interleaves many small objects with the large ones (97,207 small requests in one
+MobileNetV3-small step at batch 8), and they keep most of the heap's top from being trimmed: replaying the
+large requests alone over-predicted CNN training 2-4x, while replaying all 195,303 requests gave 13.8 MB
+where 17-24 MB were measured. Two parts are predicted. What is mapped anew whatever the heap holds: tensors
+of MMAP_THRESHOLD_MAX_BYTES and more. And the parameter gradients: `zero_grad(set_to_none=True)` frees them
+together at the end of the step, after everything else, so once they total at least the trim threshold
+(twice the largest of them, which set the mmap threshold) the top they leave is returned and backward
+faults them in again (MLP: 8.4 MB of gradients, 9.5-9.7 MB measured; ResNet-18 at batch 1: 44.7 MB, 40-45
+measured). Activations re-faulted at larger batches (MobileNetV3-large at 32: 75-144 MB a step, varying
+with the heap's history) are not predicted.
 """
 
 from __future__ import annotations
@@ -158,11 +164,17 @@ class GlibcHeap:
     def top(self) -> int:
         return self.end - self.top_start
 
+    @staticmethod
+    def request_bytes(nbytes: float) -> int:
+        """What glibc asks its arena for when PyTorch allocates `nbytes`: posix_memalign's size, header and
+        alignment slack included (see ALIGNMENT_BYTES)."""
+        return math.ceil((nbytes + 8) / 16) * 16 + ALIGNMENT_BYTES + 32
+
     def allocate(self, key: Hashable, nbytes: float) -> int:
         """Serve a request; returns the bytes it takes in fresh pages (heap growth or a new mapping). A mapping
         is whole pages, and it is that page-rounded size a freed mapping raises the threshold to, so the next
         request of the same size stays below it and is served by the heap."""
-        size = math.ceil((nbytes + 8) / 16) * 16 + ALIGNMENT_BYTES + 32
+        size = self.request_bytes(nbytes)
         fits = [c for c in self.chunks if c[2] and c[1] >= size]
         if fits:
             chunk = min(fits, key=lambda c: (c[1], c[0]))
@@ -252,11 +264,25 @@ def first_touch_bytes(pairs: list[tuple[str, Op]], flow: Dataflow, train: bool, 
     if not train:
         ops = [op for _, op in pairs]
         return replay(inference_requests(ops, flow, ctx.activation_bytes, block, layouts), len(ops))
+    gradients = [[float(e) * ctx.weight_bytes for e in op.param_sizes()] if pass_ == "backward_weight" else []
+                 for pass_, op in pairs]
+    regrown = regrown_gradients([g for grads in gradients for g in grads])
     out = []
-    for pass_, op in pairs:
-        t = op.traffic(pass_)
-        written = [float(t.activations_written) * ctx.activation_bytes, float(t.weights_written) * ctx.weight_bytes]
+    for (pass_, op), grads in zip(pairs, gradients, strict=True):
+        written = [float(op.traffic(pass_).activations_written) * ctx.activation_bytes, *grads]
         if layouts.get(op.name) == "onednn-nchw":
             written += [float(e) * ctx.activation_bytes for e in training_copies(op, pass_, block)]
-        out.append(sum(b for b in written if b >= MMAP_THRESHOLD_MAX_BYTES))
+        mapped = sum(b for b in written if b >= MMAP_THRESHOLD_MAX_BYTES)
+        out.append(mapped + (sum(g for g in grads if g < MMAP_THRESHOLD_MAX_BYTES) if regrown else 0.0))
     return out
+
+
+def regrown_gradients(gradients: list[float]) -> bool:
+    """Whether the heap-resident parameter gradients (bytes, one per tensor), freed together at the end of a
+    training step, leave a top of at least glibc's trim threshold: twice the largest of them, page-rounded
+    as the mapping that set the threshold was (see the module doc)."""
+    heap = [g for g in gradients if 0 < g < MMAP_THRESHOLD_MAX_BYTES]
+    if not heap:
+        return False
+    largest = -(-(GlibcHeap.request_bytes(max(heap)) + 8) // PAGE_BYTES) * PAGE_BYTES
+    return sum(GlibcHeap.request_bytes(g) for g in heap) >= 2 * largest

@@ -95,9 +95,13 @@ class Op(ABC):
         """Trainable parameters (elements)."""
         return 0
 
+    def param_sizes(self) -> list[Num]:
+        """Elements of each parameter tensor (weight, bias...): optimizers and AMP casts launch per tensor, and
+        each gradient is an allocation of its own."""
+        return [self.params()] if self.params() else []
+
     def param_tensors(self) -> int:
-        """Separate parameter tensors (weight, bias...): optimizers and AMP casts launch per tensor."""
-        return 1 if self.params() else 0
+        return len(self.param_sizes())
 
     def saved_elements(self) -> Num:
         """Activation elements kept from forward for backward (0 when the op needs none)."""

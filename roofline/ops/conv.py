@@ -86,8 +86,8 @@ class Conv2d(Op):
     def params(self) -> Num:
         return self.k * (self.c // self.groups) * self.r * self.s + (self.k if self.bias else 0)
 
-    def param_tensors(self) -> int:
-        return 2 if self.bias else 1
+    def param_sizes(self) -> list[Num]:
+        return [self.k * (self.c // self.groups) * self.r * self.s] + ([self.k] if self.bias else [])
 
     def launches(self, pass_: str) -> int:
         """The bias gradient is a reduction of dY over n, p, q: one more kernel beside the weight gradient."""

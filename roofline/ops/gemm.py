@@ -111,8 +111,9 @@ class Linear(Op):
         weight = 0 if self.tied else self.in_features * self.out_features
         return weight + (self.out_features if self.bias else 0)
 
-    def param_tensors(self) -> int:
-        return int(self.bias) + (0 if self.tied else 1)
+    def param_sizes(self) -> list[Num]:
+        weight = [] if self.tied else [self.in_features * self.out_features]
+        return weight + ([self.out_features] if self.bias else [])
 
     def saved_elements(self) -> Num:
         return self.rows * self.in_features

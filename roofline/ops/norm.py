@@ -68,8 +68,8 @@ class _Norm(Op):
     def params(self) -> Num:
         return 2 * self.channels if self.affine else 0
 
-    def param_tensors(self) -> int:
-        return 2 if self.affine else 0
+    def param_sizes(self) -> list[Num]:
+        return [self.channels, self.channels] if self.affine else []
 
     def launches(self, pass_: str) -> int:
         return 0 if pass_ == "backward_weight" else self._kernels(pass_)
