@@ -19,15 +19,13 @@ step where MobileNetV3-small (batch 64), ResNet-18 (64) and MobileNetV3-large (8
 212-257 and 17-26 MB (the range is the process's history: what ran before decides the heap's layout).
 
 Training: autograd interleaves many small objects with the large ones (97,207 small requests in one
-MobileNetV3-small step at batch 8), and they keep most of the heap's top from being trimmed: replaying the
+MobileNetV3-small step at batch 8), and they keep much of the heap's top from being trimmed: replaying the
 large requests alone over-predicted CNN training 2-4x, while replaying all 195,303 requests gave 13.8 MB
-where 17-24 MB were measured. Two parts are predicted. What is mapped anew whatever the heap holds: tensors
-of MMAP_THRESHOLD_MAX_BYTES and more. And the parameter gradients: `zero_grad(set_to_none=True)` frees them
-together at the end of the step, after everything else, so once they total at least the trim threshold
-(twice the largest of them, which set the mmap threshold) the top they leave is returned and backward
-faults them in again (MLP: 8.4 MB of gradients, 9.5-9.7 MB measured; ResNet-18 at batch 1: 44.7 MB, 40-45
-measured). Activations re-faulted at larger batches (MobileNetV3-large at 32: 75-144 MB a step, varying
-with the heap's history) are not predicted.
+where 17-24 MB were measured. Parameter gradients, which `zero_grad(set_to_none=True)` frees together at
+the end of a step, are faulted in again in part, by how the process's other allocations fall: the MLP's
+8.4 MB of gradients gave 0-8.3 MB a step at batch 1 over six fresh processes, ResNet-18's 44.7 MB gave
+16-45 MB. So for training only what is mapped anew whatever the heap holds is predicted: tensors of
+MMAP_THRESHOLD_MAX_BYTES and more; the rest is measured (`roofline validate`'s fresh pages), not predicted.
 """
 
 from __future__ import annotations
@@ -309,25 +307,12 @@ def first_touch_bytes(pairs: list[tuple[str, Op]], flow: Dataflow, train: bool, 
     if not train:
         ops = [op for _, op in pairs]
         return replay(inference_requests(ops, flow, ctx.activation_bytes, block, layouts), len(ops))
-    gradients = [[float(e) * ctx.weight_bytes for e in op.param_sizes()] if pass_ == "backward_weight" else []
-                 for pass_, op in pairs]
-    regrown = regrown_gradients([g for grads in gradients for g in grads])
     out = []
-    for (pass_, op), grads in zip(pairs, gradients, strict=True):
-        written = [float(op.traffic(pass_).activations_written) * ctx.activation_bytes, *grads]
+    for pass_, op in pairs:
+        written = [float(op.traffic(pass_).activations_written) * ctx.activation_bytes]
+        if pass_ == "backward_weight":
+            written += [float(e) * ctx.weight_bytes for e in op.param_sizes()]
         if layouts.get(op.name) == "onednn-nchw":
             written += [float(e) * ctx.activation_bytes for e in training_copies(op, pass_, block)]
-        mapped = sum(b for b in written if b >= MMAP_THRESHOLD_MAX_BYTES)
-        out.append(mapped + (sum(g for g in grads if g < MMAP_THRESHOLD_MAX_BYTES) if regrown else 0.0))
+        out.append(sum(b for b in written if b >= MMAP_THRESHOLD_MAX_BYTES))
     return out
-
-
-def regrown_gradients(gradients: list[float]) -> bool:
-    """Whether the heap-resident parameter gradients (bytes, one per tensor), freed together at the end of a
-    training step, leave a top of at least glibc's trim threshold: twice the largest of them, page-rounded
-    as the mapping that set the threshold was (see the module doc)."""
-    heap = [g for g in gradients if 0 < g < MMAP_THRESHOLD_MAX_BYTES]
-    if not heap:
-        return False
-    largest = -(-(GlibcHeap.request_bytes(max(heap)) + 8) // PAGE_BYTES) * PAGE_BYTES
-    return sum(GlibcHeap.request_bytes(g) for g in heap) >= 2 * largest

@@ -170,25 +170,3 @@ def test_an_inference_step_maps_a_64_mib_result_anew_every_step():
     # 64 MiB is above glibc's largest threshold: mapped (whole pages) at every step, freed after it
     assert faulted.fresh_bytes == pages(chunk(64 * MIB) + 8)
     assert faulted.step_time_s == pytest.approx(plain.step_time_s + faulted.fresh_bytes / 2e9)
-
-
-def test_parameter_gradients_are_faulted_in_again_once_they_total_the_trim_threshold(cpu):
-    from roofline.allocator import regrown_gradients
-
-    ctx = CostContext(cpu, 4, 4)
-    # the MLP: 512 -> 2048 -> 512 -> 1; weight gradients of 4 MiB, 4 MiB, 2 KiB and biases of 8 KiB, 2 KiB, 4 B
-    wl = build_workload("mlp", 8)
-    grads = [float(e) * 4 for op in wl.ops for e in op.param_sizes()]
-    assert sorted(grads)[-2:] == [4 * MIB, 4 * MIB]
-    # glibc's threshold is the largest gradient's page-rounded mapping, 4198400 B; the six requests total
-    # 8401440 B >= 2 x 4198400 = 8396800: the top they leave at zero_grad is trimmed, and backward faults them in
-    assert regrown_gradients(grads)
-    from roofline.step import executed
-
-    fresh = first_touch_bytes(executed(wl.ops, ("forward", "backward_input", "backward_weight")), wl.flow(), True,
-                              ctx)
-    assert sum(fresh) == pytest.approx(sum(grads))
-    # without the biases the two weight gradients alone stay under the threshold: nothing returned
-    assert not regrown_gradients([4 * MIB, 4 * MIB])
-    # a gradient of 32 MiB or more is mapped anew anyway and does not set the heap's threshold
-    assert not regrown_gradients([64 * MIB, 1.0])
