@@ -224,6 +224,17 @@ class GlibcHeap:
         self.live[key] = chunk
         return fresh
 
+    def _merge_up(self, low: _Chunk, high: _Chunk) -> None:
+        """`low` takes in `high`, the chunk just above it, which is free or being freed."""
+        self.free_chunks.discard(low)
+        self.free_chunks.discard(high)
+        low.size += high.size
+        low.after = high.after
+        if high.after is not None:
+            high.after.before = low
+        else:
+            self.last = low
+
     def free(self, key: Hashable) -> None:
         """Release a block: a mapping is unmapped (and may raise the thresholds); a heap chunk coalesces with
         free neighbours and the top, which is trimmed to the pad once it exceeds the trim threshold."""
@@ -235,22 +246,10 @@ class GlibcHeap:
         chunk.free = True
         after = chunk.after
         if after is not None and after.free:
-            self.free_chunks.discard(after)
-            chunk.size += after.size
-            chunk.after = after.after
-            if after.after is not None:
-                after.after.before = chunk
-            else:
-                self.last = chunk
+            self._merge_up(chunk, after)
         before = chunk.before
         if before is not None and before.free:
-            self.free_chunks.discard(before)
-            before.size += chunk.size
-            before.after = chunk.after
-            if chunk.after is not None:
-                chunk.after.before = before
-            else:
-                self.last = before
+            self._merge_up(before, chunk)
             chunk = before
         if chunk.after is None:
             self.top_start = chunk.start

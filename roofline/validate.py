@@ -293,14 +293,20 @@ class Run:
 
 
 @dataclass(frozen=True)
-class Validation:
+class Case:
+    """What was run: a model, where, at which precision, inference or training, and the environment."""
+
     model: str
     device: str
     precision: str
     train: bool
     optimizer: str
-    choice: ProfileChoice
     environment: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Validation(Case):
+    choice: ProfileChoice
     runs: list[Run]
     warnings: list[str] = field(default_factory=list)
 
@@ -452,16 +458,10 @@ class LiveBatch:
 
 
 @dataclass(frozen=True)
-class LiveRuns:
+class LiveRuns(Case):
     """A model run live at several batch sizes (`run_live`), in a form that crosses process boundaries
     (`as_dict`): the accuracy benchmark measures each case in a process of its own, as a user's script runs."""
 
-    model: str
-    device: str
-    precision: str
-    train: bool
-    optimizer: str
-    environment: dict[str, Any]
     batches: list[LiveBatch]
     warnings: list[str] = field(default_factory=list)
 
@@ -552,7 +552,7 @@ def compare(req: ModelRequest, live: LiveRuns, choice: ProfileChoice) -> Validat
         prediction = predict_step(workload, choice.profile, get_precision(live.precision), options)
         runs.append(Run(batch.batch_size, prediction, batch.measurement, batch.kinds, batch.layers,
                         batch.fresh_page_bytes))
-    return Validation(live.model, live.device, live.precision, live.train, live.optimizer, choice, live.environment,
+    return Validation(live.model, live.device, live.precision, live.train, live.optimizer, live.environment, choice,
                       runs, warnings + live.warnings)
 
 
