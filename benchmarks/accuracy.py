@@ -149,7 +149,8 @@ def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         "# Prediction accuracy on this CPU (`python benchmarks/accuracy.py`)", "",
         f"Machine: {env.get('cpu_model')}, {env.get('cpus_available')} CPUs available, torch {env.get('torch_version')}"
         f" with {first['threads']} threads, Python {env.get('python_version')}, {env.get('date')}.",
-        f"Profile: {prof['name']} ({prof['source']}{', ' + prof['path'] if prof['path'] else ''}); ceilings used: "
+        f"Profile: {prof['name']} ({prof['source']}{', ' + os.path.relpath(prof['path']) if prof['path'] else ''}); "
+        "ceilings used: "
         + ", ".join(f"{k} {v}" for k, v in prof["provenance"].items()) + ".",
         calibration_line(summary.get("calibration")),
         f"Timing: warm-up excluded; the grid runs {summary['passes']} times, alternately forward and in reverse "
@@ -161,8 +162,9 @@ def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         f"{calibrated_speed(summary)}), the machine's drift. "
         "error = (predicted / measured - 1) x 100: negative means the prediction is too fast.",
         "fresh MB = memory first-touched per step, measured (minor page faults x page size: what the allocator "
-        "returned to the kernel and took again) / predicted (tensors of 32 MiB and more, which glibc maps anew "
-        "at every allocation: outputs, gradients and oneDNN's blocked copies). "
+        "returned to the kernel and took again) / predicted (roofline.allocator: inference replays the step's "
+        "heap requests on glibc's rules; training counts the tensors of 32 MiB and more, mapped anew at every "
+        "allocation). "
         "Per-kind columns: predicted vs torch.profiler self time (ms per step), the three kinds with the "
         "largest absolute difference; 'other' is profiled time the kind table does not attribute.", "",
         "| model | input | mode | batch | predicted ms | measured ms | passes ms | spread | load | speed | "
