@@ -61,6 +61,9 @@ def render_calibration(result: Any, path: Path, console: Any) -> None:
     if m.layout_conversion_bytes_per_s:
         console.print("NCHW convolution layout conversion (activation bytes): "
                       + ", ".join(f"{k} {format_si(v, 'B/s')}" for k, v in m.layout_conversion_bytes_per_s.items()))
+    if m.page_fault_bytes_per_s:
+        console.print(f"first touch of freshly mapped memory (map, fill, unmap 64 MiB, less filling kept memory): "
+                      f"{format_si(m.page_fault_bytes_per_s, 'B/s')}")
     console.print("kernel streaming rates (forward, cache-resident, compulsory bytes): "
                   + ", ".join(f"{k} {format_si(v, 'B/s')}" for k, v in m.kernel_bytes_per_s.items()))
     console.print("host time per layer call: "
