@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import CalibrationMismatch, MissingDependency, ProfileError, RooflineError
-from roofline.hardware.schema import Measured, MeasuredCache, MeasuredGemmPoint, MeasuredSkinnyGemmPoint, Profile
+from roofline.hardware.schema import (
+    Measured,
+    MeasuredCache,
+    MeasuredConvPoint,
+    MeasuredGemmPoint,
+    MeasuredSkinnyGemmPoint,
+    Profile,
+)
 
 CHECKED_KEYS = ("cpu_model", "gpu_model", "torch_version", "cpus_available", "omp_num_threads", "torch_threads")
 """Environment entries that must match for a calibration to apply: hardware, framework, threads
@@ -344,7 +351,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     details["kernels"] = [{"kernel": r.key, "bytes": r.bytes, "bytes_per_s": r.bytes_per_s}
                           for r in probes.kernel_rates]
     fp32_fit = fit_gemm_curve(monotone_curve([(p.n, p.flops_per_s) for p in curves["torch fp32"]]))
-    conv_eff = conv.efficiencies(probes.conv, conv.per_pass(probes.back_to_back), fp32_fit, peak["fp32"])
+    conv_points = conv.efficiency_points(probes.conv, conv.per_pass(probes.back_to_back), fp32_fit, peak["fp32"])
     measurements += probes.measurements()
 
     on_step("overheads")
@@ -377,7 +384,10 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
                           for p in probes.skinny],
         outer_gemm_fp32=[MeasuredSkinnyGemmPoint(small=p.small, other=p.other, flops_per_s=p.flops_per_s)
                          for p in probes.outer],
-        conv_efficiency=conv_eff, conv_fixed_s=conv.per_pass(probes.in_context), host_to_device_bytes_per_s=h2d,
+        conv_efficiency=conv.summary(conv_points),
+        conv_efficiency_points=[MeasuredConvPoint(key=key, weight_share=share, efficiency=eff)
+                                for key, points in conv_points.items() for share, eff in points],
+        conv_fixed_s=conv.per_pass(probes.in_context), host_to_device_bytes_per_s=h2d,
         kernel_bytes_per_s={r.key: r.bytes_per_s for r in probes.kernel_rates},
         dispatch_s_by_kind={kind: m.median for kind, m in probes.dispatch.items()},
         page_fault_bytes_per_s=fault_rate if fault_rate and fault_rate != float("inf") else None,
@@ -474,6 +484,8 @@ def combine(calibrations: list[Measured]) -> Measured:
         "outer_gemm_fp32": _pointwise([m.outer_gemm_fp32 for m in calibrations], lambda p: (p.small, p.other),
                                       "flops_per_s"),
         "conv_efficiency": _keywise([m.conv_efficiency for m in calibrations]),
+        "conv_efficiency_points": _pointwise([m.conv_efficiency_points for m in calibrations],
+                                             lambda p: (p.key, p.weight_share), "efficiency"),
         "conv_fixed_s": _keywise([m.conv_fixed_s for m in calibrations]),
         "host_to_device_bytes_per_s": _keywise([m.host_to_device_bytes_per_s for m in calibrations]),
         "kernel_bytes_per_s": _keywise([m.kernel_bytes_per_s for m in calibrations]),

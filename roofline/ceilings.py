@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from roofline.errors import RooflineError
 from roofline.hardware.derived import matrix_peak, memory_levels, vector_peak
-from roofline.hardware.schema import GpuProfile, Profile
+from roofline.hardware.schema import GpuProfile, MeasuredConvPoint, Profile
 from roofline.precision import Precision
 
 GEMM_TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
@@ -63,6 +63,8 @@ class Ceilings:
     outer_gemm: tuple[tuple[int, int, float], ...] = ()
     """Measured (inner, other, FLOP/s) of (other x inner) @ (inner x other) products into a cold output (fp32)."""
     conv_efficiency: dict[str, float] = field(default_factory=dict)
+    conv_efficiency_fits: dict[str, ConvEfficiencyFit] = field(default_factory=dict)
+    """Efficiency key -> its efficiency against the weight share, fitted to the calibration's shapes."""
     conv_fixed_s: dict[str, float] = field(default_factory=dict)
     """Measured fixed seconds per convolution call by efficiency key, dispatch included (see Measured)."""
     kernel_bytes_per_s: dict[str, float] = field(default_factory=dict)
@@ -92,6 +94,12 @@ class Ceilings:
     @property
     def tiles(self) -> tuple[tuple[int, int], ...]:
         return GEMM_TILES if self.is_gpu else CPU_GEMM_TILES
+
+    def conv_efficiency_at(self, key: str, weight_share: float) -> float:
+        """The measured efficiency of convolution kind `key` at this weight share (`ConvEfficiencyFit`); the
+        kind's single figure where no shapes were recorded (a profile calibrated before they were)."""
+        fit = self.conv_efficiency_fits.get(key)
+        return fit.at(weight_share) if fit else self.conv_efficiency[key]
 
 
 def compute_dtype_for(precision: Precision, profile: Profile) -> str | None:
@@ -198,6 +206,45 @@ def skinny_rate(surface: tuple[tuple[int, int, float], ...], small: float, other
     return math.exp(log_rate)
 
 
+MIN_SHARE_SPAN = 0.1
+"""A kind whose calibration shapes span less weight share than this gets no slope: its shapes differ in other
+ways (MobileNetV3's narrow channels, strides), and a slope fitted to them would be one shape's noise."""
+
+
+@dataclass(frozen=True)
+class ConvEfficiencyFit:
+    """log(efficiency) = log_intercept + slope x weight share, least squares over a kind's calibration shapes,
+    held at the ends of the measured shares: one trend and not shape-by-shape interpolation, so that the
+    several activation-heavy shapes of a kind average out rather than each deciding its neighbourhood."""
+
+    lo_share: float
+    hi_share: float
+    log_intercept: float
+    slope: float
+
+    def at(self, weight_share: float) -> float:
+        share = min(max(weight_share, self.lo_share), self.hi_share)
+        return math.exp(self.log_intercept + self.slope * share)
+
+
+def fit_conv_efficiencies(points: list[MeasuredConvPoint]) -> dict[str, ConvEfficiencyFit]:
+    """Efficiency key -> `ConvEfficiencyFit` of its measured shapes."""
+    by_key: dict[str, list[tuple[float, float]]] = {}
+    for p in points:
+        by_key.setdefault(p.key, []).append((p.weight_share, math.log(p.efficiency)))
+    fits = {}
+    for key, pts in by_key.items():
+        shares = [x for x, _ in pts]
+        lo, hi = min(shares), max(shares)
+        mean_x, mean_y = sum(shares) / len(pts), sum(y for _, y in pts) / len(pts)
+        slope = 0.0
+        if hi - lo >= MIN_SHARE_SPAN:
+            slope = (sum((x - mean_x) * (y - mean_y) for x, y in pts)
+                     / sum((x - mean_x) ** 2 for x, _ in pts))
+        fits[key] = ConvEfficiencyFit(lo, hi, mean_y - slope * mean_x, slope)
+    return fits
+
+
 def monotone_curve(points: list[tuple[int, float]]) -> tuple[tuple[int, float], ...]:
     """The measured GEMM curve as a running maximum over size: a bigger square product has at least the
     reuse of a smaller one, so a dip is interference on a shared machine (a descheduled thread), not the
@@ -278,6 +325,7 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
         outer_gemm=tuple((p.small, p.other, p.flops_per_s) for p in measured.outer_gemm_fp32)
         if measured and dtype == "fp32" else (),
         conv_efficiency=dict(measured.conv_efficiency) if measured else {},
+        conv_efficiency_fits=fit_conv_efficiencies(measured.conv_efficiency_points) if measured else {},
         conv_fixed_s=dict(measured.conv_fixed_s) if measured else {},
         kernel_bytes_per_s=dict(measured.kernel_bytes_per_s) if measured else {},
         levels=levels, dispatch_s=dispatch,

@@ -317,10 +317,12 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
             elif c.gemm_fit and not why:
                 fit, reuse = c.gemm_fit, view.equivalent_n
                 key = _efficiency_key(c, kind, pass_) if kind and not slow2d else None
-                efficiency = c.conv_efficiency[key] if key else 1.0
+                efficiency = 1.0
                 if key:
+                    share = op.weight_share()  # type: ignore[attr-defined]
+                    efficiency = c.conv_efficiency_at(key, share)
                     notes.append(f"measured {key} convolution: {efficiency:.0%} of a GEMM of equal reuse "
-                                 f"(n = {reuse:.0f})")
+                                 f"(n = {reuse:.0f}; weight share {share:.2f})")
                 # fixed costs per call include the dispatch that host_s charges already
                 fixed = _conv_fixed_s(kind, pass_, call_s, ctx, slow2d) if kind else max(0.0, fit.t0_s - c.dispatch_s)
                 t = fixed + view.flops / (fit.rate(reuse) * efficiency)
@@ -338,9 +340,10 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
         key = _efficiency_key(c, _depthwise_kind(c, ctx, pass_), pass_) if depthwise else None
         fixed = 0.0
         if key:
-            rate *= c.conv_efficiency[key]
+            efficiency = c.conv_efficiency_at(key, op.weight_share())  # type: ignore[attr-defined]
+            rate *= efficiency
             fixed = _conv_fixed_s("depthwise", pass_, call_s, ctx, slow2d)
-            notes.append(f"measured {key} efficiency {c.conv_efficiency[key]:.0%}")
+            notes.append(f"measured {key} efficiency {efficiency:.0%}")
         elif depthwise:
             notes.append("depthwise: no channel reduction, direct stencil on vector units")
         path = f"{'CUDA cores' if c.is_gpu else 'SIMD'} {c.compute_dtype}"

@@ -82,14 +82,56 @@ def test_depthwise_layers_take_their_own_measured_call_cost(textbook):
 
 
 def test_convolution_efficiency_takes_out_the_measured_fixed_cost():
-    from roofline.bench.conv import efficiency
+    from roofline.bench.conv import kept_efficiencies
+
+    def efficiencies(points):
+        return [e for _, e in kept_efficiencies([(0.0, ideal, t) for ideal, t in points], fixed_s=40e-6)]
 
     # t = 40 us + ideal / 0.5 at two sizes whose work dominates: both give 0.5
-    assert efficiency([(100e-6, 40e-6 + 200e-6), (1e-3, 40e-6 + 2e-3)], fixed_s=40e-6) == pytest.approx(0.5)
+    assert efficiencies([(100e-6, 40e-6 + 200e-6), (1e-3, 40e-6 + 2e-3)]) == pytest.approx([0.5, 0.5])
     # a shape that is mostly fixed cost (10 us of work in 50 us) does not set the efficiency
-    assert efficiency([(5e-6, 50e-6), (1e-3, 40e-6 + 2e-3)], fixed_s=40e-6) == pytest.approx(0.5)
-    # when no shape is mostly work, all of them count: geometric mean of 10/20 and 20/20
-    assert efficiency([(10e-6, 60e-6), (20e-6, 60e-6)], fixed_s=40e-6) == pytest.approx(math.sqrt(0.5))
+    assert efficiencies([(5e-6, 50e-6), (1e-3, 40e-6 + 2e-3)]) == pytest.approx([0.5])
+    # when no shape is mostly work, all of them count: 10/20 and 20/20
+    assert efficiencies([(10e-6, 60e-6), (20e-6, 60e-6)]) == pytest.approx([0.5, 1.0])
+
+
+def test_convolution_efficiency_follows_the_weight_share_fitted_over_the_shapes():
+    from roofline.ceilings import fit_conv_efficiencies
+    from roofline.hardware.schema import MeasuredConvPoint
+
+    # three shapes on log(eff) = log(1.8) - 0.8 x share: the fit recovers the line and holds its ends
+    pts = [MeasuredConvPoint(key="3x3", weight_share=x, efficiency=1.8 * math.exp(-0.8 * x)) for x in (0.02, 0.3, 0.95)]
+    fit = fit_conv_efficiencies(pts)["3x3"]
+    assert fit.slope == pytest.approx(-0.8)
+    assert fit.at(0.5) == pytest.approx(1.8 * math.exp(-0.4))
+    assert fit.at(0.0) == pytest.approx(1.8 * math.exp(-0.8 * 0.02))
+    assert fit.at(1.0) == pytest.approx(1.8 * math.exp(-0.8 * 0.95))
+    # shapes spanning less than MIN_SHARE_SPAN of share: no slope, their geometric mean everywhere
+    flat = fit_conv_efficiencies([MeasuredConvPoint(key="1x1", weight_share=x, efficiency=e)
+                                  for x, e in ((0.0, 0.5), (0.05, 2.0))])["1x1"]
+    assert flat.slope == 0.0
+    assert flat.at(0.9) == pytest.approx(1.0)
+
+
+def test_weight_heavy_convolution_takes_the_lower_measured_efficiency(textbook):
+    from roofline.ceilings import fit_conv_efficiencies, fit_gemm_curve
+    from roofline.hardware.schema import MeasuredConvPoint
+    from roofline.ops import Conv2d
+
+    fits = fit_conv_efficiencies([MeasuredConvPoint(key="3x3", weight_share=0.0, efficiency=1.6),
+                                  MeasuredConvPoint(key="3x3", weight_share=1.0, efficiency=0.8)])
+    curve = ((64, 40e9), (256, 90e9), (1024, 120e9))
+    c = replace(textbook, conv_efficiency={"3x3": 1.0}, conv_efficiency_fits=fits, gemm_curve=curve,
+                gemm_fit=fit_gemm_curve(curve))
+    late = Conv2d("late", n=8, c=512, h=4, w=4, k=512, r=3, s=3, pad=1, bias=False)
+    early = Conv2d("early", n=8, c=64, h=56, w=56, k=64, r=3, s=3, pad=1, bias=False)
+    # weight elements over input + weight + output elements, by hand
+    assert late.weight_share() == pytest.approx(512 * 512 * 9 / (512 * 512 * 9 + 2 * 8 * 512 * 16))
+    assert early.weight_share() == pytest.approx(64 * 64 * 9 / (64 * 64 * 9 + 2 * 8 * 64 * 56 * 56))
+    for conv in (late, early):
+        expected = 1.6 * math.exp(math.log(0.5) * conv.weight_share())
+        note = next(n for n in op_cost(conv, "forward", CostContext(c, 4, 4)).notes if "3x3 convolution" in n)
+        assert note.startswith(f"measured 3x3 convolution: {expected:.0%}")
 
 
 def test_pytorch_cpu_convolution_backend_choice():
@@ -128,12 +170,25 @@ def test_convolution_charges_its_fixed_cost_beyond_the_host_time_once_per_pass(t
     assert compute(fixed, "backward_weight") - compute(base, "backward_weight") == pytest.approx(100e-6)
 
 
-def test_quick_calibration_keeps_the_largest_shape_of_every_convolution_kind():
+def test_quick_calibration_keeps_each_convolution_kinds_lowest_and_highest_weight_share():
     from roofline.bench.conv import SHAPES, shapes
 
     quick = shapes(quick=True)
     for key in {sh.key for sh in SHAPES}:
-        assert [sh.flops for sh in quick if sh.key == key] == [max(sh.flops for sh in SHAPES if sh.key == key)]
+        shares = [sh.weight_share for sh in SHAPES if sh.key == key]
+        assert sorted({sh.weight_share for sh in quick if sh.key == key}) == sorted({min(shares), max(shares)})
+
+
+def test_every_calibration_convolution_runs_on_onednn():
+    from roofline.bench.conv import SHAPES
+    from roofline.costmodel import cpu_conv_backend
+    from roofline.ops import Conv2d
+
+    # an efficiency is oneDNN's: a shape on PyTorch's batch-1 fallback would say nothing of it
+    for sh in SHAPES:
+        op = Conv2d("probe", n=sh.batch, c=sh.c_in, h=sh.size, w=sh.size, k=sh.c_out, r=sh.kernel, s=sh.kernel,
+                    stride=sh.stride, pad=sh.padding, groups=sh.groups, bias=False)
+        assert cpu_conv_backend(op, 2) == "mkldnn", sh
 
 
 def test_nchw_depthwise_backward_takes_its_own_measured_kernel_without_conversion(textbook):

@@ -3,7 +3,13 @@ the cost of converting NCHW activations to the layout the library's kernels want
 
 A 3x3, 1x1 or stem convolution runs as an implicit GEMM (m = N P Q, n = C_out, k = C_in R S); its
 efficiency is its measured rate over the measured GEMM curve at the implicit GEMM's equivalent square size
-(`GemmView.equivalent_n`), so one number per kind carries over to every size, as the GEMM curve does. A
+(`GemmView.equivalent_n`). That ratio is not one number per kind: it falls as the weight's share of the
+convolution's traffic grows. Where activations dominate (ResNet's first stages), oneDNN's kernels stream them
+through a weight held in the core's caches and beat a square GEMM of equal reuse (1.6-1.9x here); where the
+weight dominates (the last stages at a small batch, a 9.4 MB weight against 0.5 MB of activations), the
+kernel streams the weight like a few-rows product and reaches 0.88 of it (3x3 at batch 8, measured). So each
+kind is timed at shapes spanning that share, and the cost model follows a trend fitted over them
+(`roofline.ceilings.ConvEfficiencyFit`, `roofline.ops.conv.weight_share`). A
 depthwise convolution has no channel reduction to feed a GEMM: its efficiency is over the fp32 peak.
 FLOPs of a convolution: 2 x N x C_out x H_out x W_out x (C_in / groups) x K_h x K_w (a MAC = 2 FLOPs).
 
@@ -25,6 +31,7 @@ from typing import Any
 from roofline.bench.timing import Measurement, Timer, interleaved, rotated
 from roofline.ceilings import GemmFit
 from roofline.ops.base import GemmView
+from roofline.ops.conv import weight_share
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,13 @@ class ConvShape:
         return 2.0 * self.batch * self.c_out * self.out_size**2 * (self.c_in // self.groups) * self.kernel**2
 
     @property
+    def weight_share(self) -> float:
+        """The weight's share of the elements the forward pass reads and writes (`weight_share`)."""
+        weights = self.c_out * (self.c_in // self.groups) * self.kernel**2
+        activations = self.batch * (self.c_in * self.size**2 + self.c_out * self.out_size**2)
+        return weight_share(weights, activations)
+
+    @property
     def gemm(self) -> GemmView:
         """The implicit GEMM of the forward pass, as the op IR's Conv2d states it."""
         return GemmView(self.batch * self.out_size**2, self.c_out // self.groups,
@@ -68,8 +82,10 @@ class ConvShape:
 
 SHAPES = (
     ConvShape("3x3", 4, 64, 64, 56, 3),
-    ConvShape("3x3", 1, 256, 256, 7, 3),
+    ConvShape("3x3", 8, 128, 128, 14, 3),
+    ConvShape("3x3", 8, 512, 512, 4, 3),
     ConvShape("1x1", 4, 256, 256, 28, 1),
+    ConvShape("1x1", 8, 512, 2048, 4, 1),
     ConvShape("1x1", 16, 16, 64, 64, 1),
     ConvShape("1x1", 16, 64, 24, 32, 1),
     ConvShape("1x1", 8, 96, 576, 4, 1),
@@ -85,8 +101,10 @@ SHAPES = (
     ConvShape("depthwise", 8, 240, 240, 7, 5, groups=240, channels_last=False),
     ConvShape("depthwise", 64, 576, 576, 4, 5, groups=576, channels_last=False),
 )
-"""ResNet-50's stage-1 and ResNet-18's last-stage 3x3; ResNet-50's stage-2 1x1; MobileNetV3's narrow 1x1
-expansions and projections, from its first stages to its last (4 x 4 pixels), and its depthwise 3x3 and 5x5
+"""3x3: ResNet-50's stage 1, ResNet-18's stages 2 and 4 at 112 px and batch 8 (weight shares 0.02, 0.27,
+0.95; all on oneDNN's path, see `roofline.costmodel.cpu_conv_backend`: a batch-1 shape would run PyTorch's
+fallback and say nothing of oneDNN); 1x1: ResNet-50's stage-2 and stage-4 (0.04, 0.75) and MobileNetV3's
+narrow expansions and projections, from its first stages to its last (4 x 4 pixels); its depthwise 3x3 and 5x5
 at four stages (one strided); the ResNet 7x7/2 and MobileNetV3 3x3/2 stems. Depthwise convolutions are also
 timed in NCHW ('depthwise:nchw'): there PyTorch's CPU backward runs another, far slower kernel (3 to 25x its
 channels-last time here, growing with channels x taps), not a layout conversion around the same one, so it
@@ -110,14 +128,15 @@ in the fixed cost does not become an error in the efficiency; with no such shape
 
 
 def shapes(quick: bool = False) -> tuple[ConvShape, ...]:
-    """SHAPES, or for a quick calibration each key's largest shape (the one whose time is mostly work)."""
+    """SHAPES, or for a quick calibration each key's shapes of the lowest and the highest weight share (the
+    ends its efficiency is interpolated between)."""
     if not quick:
         return SHAPES
-    largest = {}
-    for sh in SHAPES:
-        if sh.key not in largest or sh.flops > largest[sh.key].flops:
-            largest[sh.key] = sh
-    return tuple(sh for sh in SHAPES if sh in set(largest.values()))
+    ends: set[ConvShape] = set()
+    for key in {sh.key for sh in SHAPES}:
+        kind = [sh for sh in SHAPES if sh.key == key]
+        ends |= {min(kind, key=lambda sh: sh.weight_share), max(kind, key=lambda sh: sh.weight_share)}
+    return tuple(sh for sh in SHAPES if sh in ends)
 
 
 @dataclass(frozen=True)
@@ -186,7 +205,7 @@ def fixed_costs(device: str = "cpu", budget_s: float = 0.2) -> tuple[dict[str, M
     NCHW tensors ('kind:nchw'), forward alone and forward + backward ('...:training'), as two sets of
     measurements: in context, each call cold and in rotation with the other probes (`timing.rotated`), as a
     model calls its layers, which predictions charge; back to back, the state `measure` times the efficiency
-    shapes in, which `efficiencies` takes out of them (measured here: 50-110 us in context against 20-60 us
+    shapes in, which `efficiency_points` takes out of them (measured here: 50-110 us in context against 20-60 us
     back to back; taking the first out of back-to-back times left some 1x1 shapes with almost no work).
     `per_pass` turns either set into seconds per pass."""
     cold: dict[str, Timer] = {}
@@ -219,29 +238,35 @@ def _ideal_s(shape: ConvShape, flops: float, fp32_fit: GemmFit | None, fp32_peak
     return flops / fp32_fit.rate(shape.gemm.equivalent_n)
 
 
-def efficiency(points: list[tuple[float, float]], fixed_s: float) -> float:
-    """A kind's efficiency from (ideal seconds, measured seconds) of its shapes and its measured fixed cost:
-    the geometric mean of ideal / (measured - fixed), over the shapes whose work is at least
-    EFFICIENCY_MIN_WORK_SHARE of their time (all of them when none is)."""
-    work = [(ideal, t - fixed_s) for ideal, t in points]
-    kept = [(ideal, w) for (ideal, w), (_, t) in zip(work, points, strict=True)
-            if w >= EFFICIENCY_MIN_WORK_SHARE * t] or [(ideal, max(w, 1e-12)) for ideal, w in work]
-    return math.prod(ideal / w for ideal, w in kept) ** (1 / len(kept))
+def kept_efficiencies(points: list[tuple[float, float, float]], fixed_s: float) -> list[tuple[float, float]]:
+    """(weight share, ideal seconds / work seconds) from (weight share, ideal seconds, measured seconds) of a
+    kind's shapes and its measured fixed cost, for the shapes whose work, their time less the fixed cost, is
+    at least EFFICIENCY_MIN_WORK_SHARE of it (all of them when none is)."""
+    work = [(share, ideal, t - fixed_s, t) for share, ideal, t in points]
+    kept = [(share, ideal / w) for share, ideal, w, t in work if w >= EFFICIENCY_MIN_WORK_SHARE * t]
+    return kept or [(share, ideal / max(w, 1e-12)) for share, ideal, w, _ in work]
 
 
-def efficiencies(results: list[ConvResult], fixed: dict[str, float], fp32_fit: GemmFit | None,
-                 fp32_peak_flops_per_s: float) -> dict[str, float]:
-    """Kind -> the convolution's rate over the fitted GEMM model's rate at the shape's equivalent size
-    (depthwise: over the fp32 peak), once the kind's measured fixed cost per call is taken out.
-    'kind:backward' holds the same for the two gradient passes together, which libraries run with other
-    (often slower) kernels."""
-    by_kind: dict[str, list[tuple[float, float]]] = {}
+def efficiency_points(results: list[ConvResult], fixed: dict[str, float], fp32_fit: GemmFit | None,
+                      fp32_peak_flops_per_s: float) -> dict[str, list[tuple[float, float]]]:
+    """Kind -> (weight share, efficiency) of each kept shape, by share: the convolution's rate over the fitted
+    GEMM model's rate at the shape's equivalent size (depthwise: over the fp32 peak), once the kind's
+    measured fixed cost per call is taken out. 'kind:backward' holds the same for the two gradient passes
+    together, which libraries run with other (often slower) kernels."""
+    by_kind: dict[str, list[tuple[float, float, float]]] = {}
     for r in results:
         # backward: input and weight gradients, each the forward's FLOPs, timed together
         for key, flops, seconds in ((r.shape.key, r.shape.flops, r.measurement.median),
                                     (f"{r.shape.key}:backward", 2 * r.shape.flops, r.backward_s)):
-            by_kind.setdefault(key, []).append((_ideal_s(r.shape, flops, fp32_fit, fp32_peak_flops_per_s), seconds))
-    return {kind: efficiency(points, fixed.get(kind, 0.0)) for kind, points in by_kind.items()}
+            ideal = _ideal_s(r.shape, flops, fp32_fit, fp32_peak_flops_per_s)
+            by_kind.setdefault(key, []).append((r.shape.weight_share, ideal, seconds))
+    return {kind: sorted(kept_efficiencies(points, fixed.get(kind, 0.0))) for kind, points in by_kind.items()}
+
+
+def summary(points: dict[str, list[tuple[float, float]]]) -> dict[str, float]:
+    """Kind -> the geometric mean of its points' efficiencies: the one figure a calibration prints per kind,
+    and what predictions use from a profile calibrated before the points were recorded."""
+    return {kind: math.prod(e for _, e in pts) ** (1 / len(pts)) for kind, pts in points.items()}
 
 
 CONVERSION_CHANNELS = 16

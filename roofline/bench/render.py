@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from roofline.ceilings import fit_conv_efficiencies
 from roofline.report.units import format_bytes, format_si
 
 SHOWN_WARNINGS = 5
@@ -51,6 +52,12 @@ def render_calibration(result: Any, path: Path, console: Any) -> None:
                   "peak) and fixed time per call: " + ", ".join(
                       f"{k} {v:.0%} + {format_si(m.conv_fixed_s[k], 's')}" if k in m.conv_fixed_s else f"{k} {v:.0%}"
                       for k, v in m.conv_efficiency.items()))
+    fits = fit_conv_efficiencies(m.conv_efficiency_points)
+    sloped = {k: f for k, f in fits.items() if f.slope}
+    if sloped:
+        console.print("convolution efficiency against the weight's share of the traffic (fitted over the shapes): "
+                      + ", ".join(f"{k} {f.at(f.lo_share):.0%} at {f.lo_share:.2f} -> {f.at(f.hi_share):.0%} at "
+                                  f"{f.hi_share:.2f}" for k, f in sloped.items()))
     if m.skinny_gemm_fp32:
         console.print("fp32 products of few rows, (rows x side) @ (side x side): " + ", ".join(
             f"{p.small}x{p.other} {format_si(p.flops_per_s, 'FLOP/s')}" for p in m.skinny_gemm_fp32))

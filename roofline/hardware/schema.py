@@ -135,6 +135,15 @@ class MeasuredSkinnyGemmPoint(_Strict):
     flops_per_s: float
 
 
+class MeasuredConvPoint(_Strict):
+    """One calibration shape's convolution efficiency (see Measured.conv_efficiency) and the weight's share of
+    the elements its forward pass reads and writes, the axis along which the cost model fits a kind's trend."""
+
+    key: str
+    weight_share: float
+    efficiency: float
+
+
 class MeasuredCache(_Strict):
     level: str
     bandwidth_bytes_per_s: float
@@ -161,6 +170,9 @@ class Measured(_Strict):
     """shape kind ('3x3', '1x1', 'stem') -> measured FLOP/s over the fp32 GEMM curve at the implicit GEMM's
     equivalent square size; 'depthwise' -> measured FLOP/s over the fp32 peak (no GEMM to compare with);
     '<kind>:backward' -> the same for the two gradient passes together."""
+    conv_efficiency_points: list[MeasuredConvPoint] = []
+    """The shapes behind conv_efficiency, each kind's efficiency against its weight share: it falls as the
+    weight's share grows (`roofline.bench.conv`), and conv_efficiency is their geometric mean."""
     conv_fixed_s: dict[str, float] = {}
     """Same keys -> fixed seconds per call, fitted with the efficiency over the kind's shapes (t = t0 + ideal /
     efficiency): thread fork and join and library setup at realistic sizes, dispatch included."""
