@@ -324,8 +324,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
                             llc_bytes=llc, budget_s=plan.gemm_budget_s)
         curves[key] = pool_points(curves[key], second, lambda p: p.n)
     curves.update({f"torch {dtype}": points for dtype, points in probes.gemm.items()})
-    order = [f"torch {d}" for d in (*gemm.CUDA_TORCH_DTYPES, *gemm.CPU_TORCH_DTYPES)]
-    order += [f"numpy {d}" for d in gemm.NUMPY_DTYPES]
+    order = [f"torch {d}" for d in gemm.CUDA_TORCH_DTYPES] + [f"numpy {d}" for d in gemm.NUMPY_DTYPES]
     curves = {key: curves[key] for key in sorted(curves, key=order.index)}
     measurements += [p.measurement for c in curves.values() for p in c]
     top = [max(sizes)]

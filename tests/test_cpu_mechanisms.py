@@ -182,13 +182,10 @@ def test_quick_calibration_keeps_each_convolution_kinds_lowest_and_highest_weigh
 def test_every_calibration_convolution_runs_on_onednn():
     from roofline.bench.conv import SHAPES
     from roofline.costmodel import cpu_conv_backend
-    from roofline.ops import Conv2d
 
     # an efficiency is oneDNN's: a shape on PyTorch's batch-1 fallback would say nothing of it
     for sh in SHAPES:
-        op = Conv2d("probe", n=sh.batch, c=sh.c_in, h=sh.size, w=sh.size, k=sh.c_out, r=sh.kernel, s=sh.kernel,
-                    stride=sh.stride, pad=sh.padding, groups=sh.groups, bias=False)
-        assert cpu_conv_backend(op, 2) == "mkldnn", sh
+        assert cpu_conv_backend(sh.op, 2) == "mkldnn", sh
 
 
 def test_nchw_depthwise_backward_takes_its_own_measured_kernel_without_conversion(textbook):

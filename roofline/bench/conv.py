@@ -9,7 +9,7 @@ through a weight held in the core's caches and beat a square GEMM of equal reuse
 weight dominates (the last stages at a small batch, a 9.4 MB weight against 0.5 MB of activations), the
 kernel streams the weight like a few-rows product and reaches 0.88 of it (3x3 at batch 8, measured). So each
 kind is timed at shapes spanning that share, and the cost model follows a trend fitted over them
-(`roofline.ceilings.ConvEfficiencyFit`, `roofline.ops.conv.weight_share`). A
+(`roofline.ceilings.ConvEfficiencyFit`, `roofline.ops.conv.Conv2d.weight_share`). A
 depthwise convolution has no channel reduction to feed a GEMM: its efficiency is over the fp32 peak.
 FLOPs of a convolution: 2 x N x C_out x H_out x W_out x (C_in / groups) x K_h x K_w (a MAC = 2 FLOPs).
 
@@ -31,7 +31,7 @@ from typing import Any
 from roofline.bench.timing import Measurement, Timer, interleaved, rotated
 from roofline.ceilings import GemmFit
 from roofline.ops.base import GemmView
-from roofline.ops.conv import weight_share
+from roofline.ops.conv import Conv2d
 
 
 @dataclass(frozen=True)
@@ -67,11 +67,14 @@ class ConvShape:
         return 2.0 * self.batch * self.c_out * self.out_size**2 * (self.c_in // self.groups) * self.kernel**2
 
     @property
+    def op(self) -> Conv2d:
+        """The shape as the op IR states it (bias-free, as timed)."""
+        return Conv2d("probe", n=self.batch, c=self.c_in, h=self.size, w=self.size, k=self.c_out, r=self.kernel,
+                      s=self.kernel, stride=self.stride, pad=self.padding, groups=self.groups, bias=False)
+
+    @property
     def weight_share(self) -> float:
-        """The weight's share of the elements the forward pass reads and writes (`weight_share`)."""
-        weights = self.c_out * (self.c_in // self.groups) * self.kernel**2
-        activations = self.batch * (self.c_in * self.size**2 + self.c_out * self.out_size**2)
-        return weight_share(weights, activations)
+        return self.op.weight_share()
 
     @property
     def gemm(self) -> GemmView:

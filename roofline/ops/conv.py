@@ -9,14 +9,6 @@ from roofline.ops._shape import pair, positive, window_out
 from roofline.ops.base import GemmView, Num, Op, Traffic
 
 
-def weight_share(weight_elements: float, activation_elements: float) -> float:
-    """Weight elements over all the elements a convolution's forward pass reads and writes (input, weight,
-    output). A convolution's efficiency over a GEMM of equal reuse falls as this grows: oneDNN streams
-    activations through a cached weight, or the weight past few activations (`roofline.bench.conv`)."""
-    total = weight_elements + activation_elements
-    return weight_elements / total if total else 0.0
-
-
 @dataclass
 class Conv2d(Op):
     """Input (n, c, h, w), k filters of (c/groups, r, s) -> output (n, k, p, q).
@@ -92,9 +84,14 @@ class Conv2d(Op):
         return Traffic(activations_read=y + x, weights_written=weights)
 
     def weight_share(self) -> float:
-        """See `weight_share`: where a measured convolution efficiency sits between calibration shapes."""
+        """Weight elements over all the elements the forward pass reads and writes (input, weight, output): where
+        a measured convolution efficiency sits between calibration shapes. The efficiency over a GEMM of equal
+        reuse falls as this grows: oneDNN streams activations through a cached weight, or the weight past few
+        activations (`roofline.bench.conv`)."""
         t = self.traffic("forward")
-        return weight_share(float(t.weights_read), float(t.activations_read + t.activations_written))
+        weights = float(t.weights_read)
+        total = weights + float(t.activations_read + t.activations_written)
+        return weights / total if total else 0.0
 
     def params(self) -> Num:
         return self.k * (self.c // self.groups) * self.r * self.s + (self.k if self.bias else 0)
