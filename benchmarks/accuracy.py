@@ -164,9 +164,9 @@ def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         f"{calibrated_speed(summary)}), the machine's drift. "
         "error = (predicted / measured - 1) x 100: negative means the prediction is too fast.",
         "fresh MB = memory first-touched per step, measured (minor page faults x page size: what the allocator "
-        "returned to the kernel and took again) / predicted (roofline.allocator: inference replays the step's "
-        "heap requests on glibc's rules; training counts the tensors of 32 MiB and more, mapped anew at every "
-        "allocation). "
+        "returned to the kernel and took again) / predicted (roofline.heap_requests: the step's heap requests "
+        "replayed on glibc's rules; in training, what the heap returns when no small block that outlives the "
+        "step pins its top, an upper bound: processes of one script fault 0-100% of it). "
         "Per-kind columns: predicted vs torch.profiler self time (ms per step), the three kinds with the "
         "largest absolute difference; 'other' is profiled time the kind table does not attribute.", "",
         "| model | input | mode | batch | predicted ms | measured ms | passes ms | spread | load | speed | "

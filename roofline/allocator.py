@@ -1,31 +1,15 @@
-"""What a step's tensors cost the C allocator on a CPU: the bytes it first-touches in fresh pages.
+"""glibc's malloc as far as a step's tensors see it: which requests take fresh pages, first-touched.
 
 Eager PyTorch allocates every result and every kernel temporary from the C heap (glibc's malloc) and frees
-a tensor as soon as its last reader has run. glibc serves a request from a free chunk of its heap when one
-fits; otherwise it grows the heap, or maps the request anew if it is at least its mmap threshold. The
+a tensor as soon as its last holder lets go of it. glibc serves a request from a free chunk of its heap when
+one fits; otherwise it grows the heap, or maps the request anew if it is at least its mmap threshold. The
 threshold starts at 128 KiB and rises to the size of the largest mapped chunk freed so far (up to 32 MiB);
 after a free, the heap's top is returned to the kernel once more than twice the threshold is free there
 (mallopt(3), glibc's malloc.c). Every fresh page costs a fault and a zeroed page on first touch, a cost the
 calibration measures (`roofline.bench.kernels.page_fault_rate`: 2.3-3.2 GB/s on this project's VM).
 
-Inference: the allocation sequence follows from the dataflow (a result lives until its last reader runs, a
-view or an in-place result is the tensor it was made from) and from what each kernel allocates around its
-result, recorded with a malloc tracer (LD_PRELOAD) in eager PyTorch 2.13: a oneDNN convolution over NCHW
-tensors reorders its input, its weight and its output into channel-blocked temporaries; PyTorch's batch-1
-fallback convolution fills an im2col buffer; max pooling writes int64 indices it then drops. `GlibcHeap`
-replays that sequence under glibc's rules for a few steps, and the steady step's fresh bytes are charged to
-the ops whose requests took them. Replayed from the recorded traces, these rules gave 75, 244 and 34 MB per
-step where MobileNetV3-small (batch 64), ResNet-18 (64) and MobileNetV3-large (8) first-touch 56-108,
-212-257 and 17-26 MB (the range is the process's history: what ran before decides the heap's layout).
-
-Training: autograd interleaves many small objects with the large ones (97,207 small requests in one
-MobileNetV3-small step at batch 8), and they keep much of the heap's top from being trimmed: replaying the
-large requests alone over-predicted CNN training 2-4x, while replaying all 195,303 requests gave 13.8 MB
-where 17-24 MB were measured. Parameter gradients, which `zero_grad(set_to_none=True)` frees together at
-the end of a step, are faulted in again in part, by how the process's other allocations fall: the MLP's
-8.4 MB of gradients gave 0-8.3 MB a step at batch 1 over six fresh processes, ResNet-18's 44.7 MB gave
-16-45 MB. So for training only what is mapped anew whatever the heap holds is predicted: tensors of
-MMAP_THRESHOLD_MAX_BYTES and more; the rest is measured (`roofline validate`'s fresh pages), not predicted.
+`GlibcHeap` replays a step's request sequence (`roofline.heap_requests`) under these rules for a few steps,
+and the steady step's fresh bytes are charged to the ops whose requests took them.
 """
 
 from __future__ import annotations
@@ -33,9 +17,6 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass
-
-from roofline.costmodel import CostContext, cpu_conv_backend
-from roofline.ops.base import MODEL_INPUT, Dataflow, Op
 
 MMAP_THRESHOLD_MAX_BYTES = 32 * 2**20
 """glibc's largest dynamic mmap threshold on 64-bit Linux (DEFAULT_MMAP_THRESHOLD_MAX, mallopt(3):
@@ -57,8 +38,6 @@ the best-fitting free chunk, and small ones split large free chunks: counting th
 STEADY_STEPS = 3
 """Steps replayed, the last one reported: the thresholds settle in the first, the heap in the second (every
 zoo inference case gives the same bytes with 3 steps as with 4)."""
-INDEX_BYTES = 8
-"""Max pooling's indices are int64."""
 
 
 @dataclass(frozen=True)
@@ -68,88 +47,6 @@ class Request:
     op: int
     key: Hashable
     bytes: float = 0.0
-
-
-def _padded(channels: int, block: int) -> int:
-    return -(-channels // block) * block
-
-
-def conv_temporaries(op: Op, block: int, layout: str) -> list[tuple[str, float]]:
-    """What one forward convolution allocates around its result, in elements, as ('+name', elements) and
-    ('-name', 0) in order; '+out' is the result. `layout` is 'onednn-nchw' (oneDNN over NCHW tensors),
-    'onednn' (channels-last), 'slow2d' (PyTorch's batch-1 fallback, see `costmodel.cpu_conv_backend`).
-    oneDNN over NCHW (ONEDNN_VERBOSE=1: aBcd8b activations and ABcd8b8a weights on AVX2, 16 on AVX-512,
-    `block` channels): input copy, weight copy, output copy, then the weight and input copies freed, the
-    NCHW result allocated and the output copy freed; a stem's few input channels are read as they are, and
-    its weight keeps them unpadded."""
-    n, c, h, w = op.n, op.c, op.h, op.w  # type: ignore[attr-defined]
-    k, p, q, r, s, groups = op.k, op.p, op.q, op.r, op.s, op.groups  # type: ignore[attr-defined]
-    stem = c // groups <= 4 and groups == 1
-    weight = (_padded(k, block) * (c if stem else _padded(c, block)) * r * s) if groups == 1 else k * r * s
-    if layout == "slow2d":
-        one_by_one = (r, s) == (1, 1) and tuple(op.stride) == (1, 1) and op.pad == 0  # type: ignore[attr-defined]
-        columns = 0 if one_by_one else c * r * s * p * q * n
-        return [("+columns", columns), ("+out", k * p * q * n), ("-columns", 0)]
-    if layout == "onednn":
-        return [("+weight", weight), ("+out", k * p * q * n), ("-weight", 0)]
-    source = [] if stem else [("+source", n * _padded(c, block) * h * w)]
-    return [*source, ("+weight", weight), ("+blocked", n * _padded(k, block) * p * q), ("-weight", 0),
-            *([] if stem else [("-source", 0)]), ("+out", k * p * q * n), ("-blocked", 0)]
-
-
-def forward_requests(op: Op, inplace: bool, conv_layout: str | None, block: int) -> list[tuple[str, float]]:
-    """An op's own allocations in a forward pass, in elements ('+out' its result; see `conv_temporaries`)."""
-    if op.is_free or inplace:
-        return []
-    if op.kind == "conv2d" and conv_layout:
-        return conv_temporaries(op, block, conv_layout)
-    if op.kind == "pool" and getattr(op, "mode", "") == "max":
-        out = op.output_elements()
-        return [("+out", out), ("+indices", out * INDEX_BYTES / 4), ("-indices", 0)]
-    return [("+out", op.output_elements())]
-
-
-def inference_requests(ops: list[Op], flow: Dataflow, element_bytes: int, block: int,
-                       conv_layout: dict[str, str]) -> list[Request]:
-    """The allocations and frees of one forward pass, in order: each op's own (`forward_requests`), then the
-    results whose last reader it was. `conv_layout` maps a convolution's name to its kernel (see
-    `conv_temporaries`); ops missing from `ops` (dropout in eval mode) are read through."""
-    present = {op.name for op in ops}
-
-    def source(name: str) -> str:
-        while name not in present and name != MODEL_INPUT and flow.reads.get(name):
-            name = flow.reads[name][0]
-        return name
-
-    storage: dict[str, str] = {MODEL_INPUT: MODEL_INPUT}
-    last_read: dict[str, int] = {}
-    for index, op in enumerate(ops):
-        reads = [storage.get(source(r), MODEL_INPUT) for r in flow.reads.get(op.name, ())]
-        aliases = op.is_free or op.name in flow.inplace
-        storage[op.name] = reads[0] if aliases and reads else op.name
-        for s in reads:
-            last_read[s] = index
-    freed_after: dict[int, list[str]] = {}
-    for s, last in last_read.items():
-        if s != MODEL_INPUT:
-            freed_after.setdefault(last, []).append(s)
-    out: list[Request] = []
-    for index, op in enumerate(ops):
-        own = op.name if storage[op.name] == op.name else None
-        for action, elements in forward_requests(op, op.name in flow.inplace, conv_layout.get(op.name), block):
-            name = action[1:]
-            key = own if name == "out" else (op.name, name)
-            if key is None:
-                continue
-            out.append(Request(index, key, elements * element_bytes if action[0] == "+" else 0.0))
-        done = freed_after.get(index, [])
-        if own and own not in last_read and index < len(ops) - 1:
-            done = [*done, own]  # a result nothing reads
-        out += [Request(index, s) for s in done]
-    final = storage[ops[-1].name] if ops else MODEL_INPUT
-    if final != MODEL_INPUT:
-        out.append(Request(len(ops) - 1, final))
-    return out
 
 
 class _Chunk:
@@ -276,42 +173,3 @@ def replay(requests: list[Request], ops: int, steps: int = STEADY_STEPS) -> list
             elif req.key in heap.live:
                 heap.free(req.key)
     return fresh
-
-
-def conv_layout(op: Op, ctx: CostContext) -> str | None:
-    """Which kernel allocates for a CPU convolution (see `conv_temporaries`); None on a GPU."""
-    if ctx.ceilings.is_gpu:
-        return None
-    if cpu_conv_backend(op, ctx.ceilings.threads) != "mkldnn":
-        return "slow2d"
-    return "onednn" if ctx.channels_last else "onednn-nchw"
-
-
-def training_copies(op: Op, pass_: str, block: int) -> list[float]:
-    """Elements of the channel-blocked activation copies a oneDNN convolution over NCHW tensors makes in one
-    training pass: the tensor it reads and the one it writes (a stem's input is read as it is)."""
-    n, c, h, w = op.n, op.c, op.h, op.w  # type: ignore[attr-defined]
-    k, p, q = op.k, op.p, op.q  # type: ignore[attr-defined]
-    x = 0 if op.c // op.groups <= 4 and op.groups == 1 else n * _padded(c, block) * h * w  # type: ignore[attr-defined]
-    y = n * _padded(k, block) * p * q
-    return {"forward": [x, y], "backward_input": [y, x], "backward_weight": [x, y]}[pass_]
-
-
-def first_touch_bytes(pairs: list[tuple[str, Op]], flow: Dataflow, train: bool, ctx: CostContext) -> list[float]:
-    """Bytes each executed (pass, op) takes in fresh pages in a steady step on a CPU: replayed on glibc's rules
-    for inference; for training, the tensors of MMAP_THRESHOLD_MAX_BYTES and more it writes, oneDNN's blocked
-    copies included (see the module doc)."""
-    block = max(1, ctx.ceilings.vector_lanes_fp32)
-    layouts = {op.name: conv_layout(op, ctx) for _, op in pairs if op.kind == "conv2d"}
-    if not train:
-        ops = [op for _, op in pairs]
-        return replay(inference_requests(ops, flow, ctx.activation_bytes, block, layouts), len(ops))
-    out = []
-    for pass_, op in pairs:
-        written = [float(op.traffic(pass_).activations_written) * ctx.activation_bytes]
-        if pass_ == "backward_weight":
-            written += [float(e) * ctx.weight_bytes for e in op.param_sizes()]
-        if layouts.get(op.name) == "onednn-nchw":
-            written += [float(e) * ctx.activation_bytes for e in training_copies(op, pass_, block)]
-        out.append(sum(b for b in written if b >= MMAP_THRESHOLD_MAX_BYTES))
-    return out

@@ -14,10 +14,10 @@ import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 
-from roofline.allocator import first_touch_bytes
 from roofline.ceilings import Ceilings, ceilings_for
 from roofline.costmodel import CostContext, OpCost, op_cost, with_first_touch
 from roofline.hardware.schema import Profile
+from roofline.heap_requests import first_touch_bytes
 from roofline.memory import MemoryBreakdown, default_reserve_bytes, memory_breakdown
 from roofline.ops.base import PASSES, Op, Workload
 from roofline.precision import Precision

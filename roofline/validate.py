@@ -418,7 +418,8 @@ FAULT_COUNT_STEPS = 3
 def fresh_page_bytes_per_step(step: Callable[[], Any], steps: int = FAULT_COUNT_STEPS) -> float | None:
     """Bytes of freshly mapped memory a step first-touches (minor page faults x page size): what glibc's
     allocator returned to the kernel since the last step and took back (mmap'd large tensors, a trimmed
-    heap top). The cost model charges tensors of 32 MiB and more; this shows what a step really pays.
+    heap top). The cost model predicts them by replaying the step's requests (`roofline.heap_requests`); this
+    shows what a step really pays.
     None where the platform has no getrusage."""
     try:
         import resource

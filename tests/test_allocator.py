@@ -1,31 +1,17 @@
-"""The allocator model: glibc's rules on closed-form request sequences, tensor lifetimes from the dataflow, each
-kernel's temporaries against a recorded malloc trace, and how a step charges the fresh pages."""
+"""glibc's rules on closed-form request sequences, and how a step charges the fresh pages they take."""
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
-from roofline.allocator import (
-    MMAP_THRESHOLD_MAX_BYTES,
-    TOP_PAD_BYTES,
-    GlibcHeap,
-    Request,
-    conv_layout,
-    conv_temporaries,
-    first_touch_bytes,
-    inference_requests,
-    replay,
-)
+from roofline.allocator import MMAP_THRESHOLD_MAX_BYTES, TOP_PAD_BYTES, GlibcHeap, Request, replay
 from roofline.ceilings import ceilings_for
 from roofline.costmodel import CostContext, op_cost, with_first_touch
 from roofline.hardware import find_profile
-from roofline.ops import Conv2d, Elementwise, Linear
+from roofline.ops import Elementwise, Linear
 from roofline.ops.base import Workload
 from roofline.precision import get_precision
 from roofline.step import StepOptions, predict_step
-from roofline.zoo import build_workload
-from roofline.zoo._graph import Graph
 
 MIB = 2**20
 PAGE = 4096
@@ -77,69 +63,6 @@ def test_a_step_whose_top_exceeds_twice_the_threshold_is_trimmed_and_regrown_eve
     # pad, so each step grows the heap again by the three chunks less the 128 KiB pad kept, page-rounded
     grown = pages(3 * chunk(MIB) - TOP_PAD_BYTES + TOP_PAD_BYTES)
     assert replay(step(3), ops=1) == [pytest.approx(grown, abs=2 * PAGE)]
-
-
-def test_a_result_lives_until_its_last_reader_and_an_inplace_result_is_its_input():
-    g = Graph("net", 64, (1024,))
-    g.linear("fc1", 1024)
-    g.act("relu", "relu", inplace=True)
-    kept = g.current
-    g.linear("fc2", 1024)
-    g.elementwise("add", other=kept)
-    wl = Workload("net", 64, g.ops, 0, dataflow=g.dataflow)
-    reqs = inference_requests(wl.ops, wl.flow(), 4, 8, {})
-    allocs = [(r.op, r.key, r.bytes) for r in reqs if r.bytes]
-    frees = [(r.op, r.key) for r in reqs if not r.bytes]
-    tensor = 64 * 1024 * 4
-    # fc1 (op 0), fc2 (op 2), add (op 3) allocate 64 x 1024 fp32 each; the in-place ReLU allocates nothing
-    assert allocs == [(0, "fc1", tensor), (2, "fc2", tensor), (3, "add", tensor)]
-    # fc1's memory (read as 'relu' by fc2 and add) and fc2's live until the add; the add's result is the output
-    assert sorted(frees) == [(3, "add"), (3, "fc1"), (3, "fc2")]
-    assert reqs[-1] == Request(3, "add")
-
-
-def test_a_onednn_nchw_convolution_allocates_blocked_copies_around_its_result():
-    conv = Conv2d("c", n=8, c=72, h=16, w=16, k=40, r=3, s=3, pad=1, bias=False)
-    # AVX2 blocks of 8: 72 channels stay 72, 40 stay 40; weight 40 x 72 x 3 x 3; then AVX-512's 16: 80 and 48
-    assert conv_temporaries(conv, 8, "onednn-nchw") == [
-        ("+source", 8 * 72 * 16 * 16), ("+weight", 40 * 72 * 9), ("+blocked", 8 * 40 * 16 * 16), ("-weight", 0),
-        ("-source", 0), ("+out", 8 * 40 * 16 * 16), ("-blocked", 0)]
-    assert conv_temporaries(conv, 16, "onednn-nchw")[:3] == [
-        ("+source", 8 * 80 * 16 * 16), ("+weight", 48 * 80 * 9), ("+blocked", 8 * 48 * 16 * 16)]
-    # a stem reads its 3 channels as they are: no input copy, its weight unpadded on them
-    stem = Conv2d("s", n=1, c=3, h=224, w=224, k=64, r=7, s=7, stride=2, pad=3, bias=False)
-    assert conv_temporaries(stem, 8, "onednn-nchw")[:2] == [("+weight", 64 * 3 * 49), ("+blocked", 64 * 112 * 112)]
-    # PyTorch's batch-1 fallback: an im2col buffer of C R S x P Q (none for a 1x1 stride-1 product)
-    assert conv_temporaries(stem, 8, "slow2d") == [("+columns", 3 * 49 * 112 * 112), ("+out", 64 * 112 * 112),
-                                                   ("-columns", 0)]
-
-
-def test_the_requests_of_a_recorded_step_are_reproduced_in_order(cpu):
-    """An independent reference: the malloc trace of one real MobileNetV3-large step (tests/data)."""
-    lines = (Path(__file__).parent / "data" / "malloc-mobilenetv3-large-b8-128px.txt").read_text().splitlines()
-    recorded = [int(line) for line in lines if line and not line.startswith("#")]
-    wl = build_workload("mobilenetv3", 8, input_size=128)
-    ops = wl.inference_ops()
-    ctx = CostContext(cpu, 4, 4)
-    layouts = {op.name: conv_layout(op, ctx) for op in ops if op.kind == "conv2d"}
-    requests = inference_requests(ops, wl.flow(), 4, 8, layouts)
-    generated = [int(r.bytes) for r in requests if r.bytes >= 64 * 2**10]  # what the tracer recorded
-    assert len(recorded) == 216
-    assert generated == recorded
-
-
-def test_training_predicts_only_what_is_mapped_anew_whatever_the_heap_holds(cpu):
-    ctx = CostContext(cpu, 4, 4)
-    big = Elementwise("big", numel=16 * MIB, inputs=2)  # writes 64 MiB
-    small = Elementwise("small", numel=2 * MIB, inputs=2)  # writes 8 MiB: reused heap memory
-    flow = Workload("w", 1, [big, small], 0).flow()
-    assert first_touch_bytes([("forward", big), ("forward", small)], flow, True, ctx) == [64 * MIB, 0.0]
-    # 64 channels of 64 x 64 at batch 64: the NCHW output and oneDNN's blocked copies of input and output,
-    # each 64 MiB; channels-last, only the output
-    conv = Conv2d("pw", n=64, c=64, h=64, w=64, k=64, r=1, s=1, bias=False)
-    assert first_touch_bytes([("forward", conv)], flow, True, ctx) == [3 * 64 * MIB]
-    last = CostContext(cpu, 4, 4, channels_last=True)
-    assert first_touch_bytes([("forward", conv)], flow, True, last) == [64 * MIB]
 
 
 def test_fresh_pages_add_to_the_op_that_took_them(cpu):

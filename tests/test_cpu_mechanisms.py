@@ -9,7 +9,7 @@ import pytest
 from roofline.ceilings import ceilings_for
 from roofline.costmodel import CostContext, op_cost
 from roofline.hardware import find_profile
-from roofline.ops import Elementwise, Pool2d
+from roofline.ops import BatchNorm, Elementwise, Pool2d
 from roofline.precision import get_precision
 
 
@@ -24,8 +24,21 @@ def test_measured_kernel_rate_caps_a_slow_kernel(textbook):
     c = replace(textbook, kernel_bytes_per_s={"pool:max": 1e9})
     # at 1 GB/s the pool takes bytes / 1e9 s, far longer than its DRAM time at 100 GB/s
     assert op_cost(pool, "forward", CostContext(c, 4, 4)).memory_s == pytest.approx(moved / 1e9)
-    # the measured rate is a forward-pass figure: backward keeps the memory roofline
+    # the forward kernel's rate says nothing of the backward kernel's: without one, backward keeps the roofline
     assert op_cost(pool, "backward_input", CostContext(c, 4, 4)).memory_s < moved / 1e9
+
+
+def test_a_gradient_pass_takes_its_backward_kernels_measured_rate(textbook):
+    bn = BatchNorm("bn", n=64, c=16, spatial=56 * 56)
+    c = replace(textbook, kernel_bytes_per_s={"norm:train": 8e9, "norm:train:backward": 2e9})
+    # backward reads dY and x twice and writes dX: 5 x 64 x 16 x 3136 x 4 B = 64.2 MB, at 2 GB/s 32.1 ms
+    moved = float(bn.bytes("backward_input", 4, 4))
+    assert moved == 5 * 64 * 16 * 3136 * 4 + 2 * 16 * 4
+    assert bn.kernel_key("backward_input") == "norm:train:backward" and bn.kernel_key("forward") == "norm:train"
+    assert op_cost(bn, "backward_input", CostContext(c, 4, 4)).memory_s == pytest.approx(moved / 2e9)
+    # the forward pass keeps its own kernel's rate: 3 x 12.8 MB at 8 GB/s
+    assert op_cost(bn, "forward", CostContext(c, 4, 4)).memory_s == pytest.approx(
+        float(bn.bytes("forward", 4, 4)) / 8e9)
 
 
 def test_dispatch_by_kind(textbook):

@@ -6,6 +6,9 @@ some reach far less. PyTorch's CPU max pooling over NCHW tensors is a scalar loo
 channels-last), 50x slower than a ReLU over the same bytes here. Each kernel kind is timed on a
 cache-resident tensor (so DRAM does not limit it) and its rate is the IR's compulsory bytes over the time:
 the cost model then charges max(bytes / level bandwidth, bytes / kernel rate) for that kind's forward pass.
+A gradient pass runs another loop (batch norm's backward reduces dY and dY x_hat per channel, then writes
+dX), so each kind's backward kernel is timed too, called through `torch.ops.aten` on saved tensors as
+autograd calls it, under the key `Op.kernel_key` gives its gradient passes ('norm:train:backward').
 
 Dispatch: a tiny `nn.Conv2d` call costs several times a tiny `torch.add` (module __call__, argument
 checks, the functional, the dispatcher), and every layer of an eager model pays its own kind's cost.
@@ -31,7 +34,7 @@ FP32_BYTES = 4
 @dataclass(frozen=True)
 class KernelRate:
     key: str
-    """The op's `kernel` name: 'pool:max', 'norm:eval', 'activation:relu', ..."""
+    """The op's `kernel_key` for the pass timed: 'pool:max', 'norm:eval', 'norm:train:backward', ..."""
     bytes: float
     measurement: Measurement
 
@@ -73,17 +76,62 @@ def _cases(torch: Any, n: int, device: str) -> list[tuple[Op, Callable[[], Any]]
     ]
 
 
+GRADIENT_PASSES = ("backward_input", "backward_weight")
+
+
+def _backward_cases(torch: Any, n: int, device: str) -> list[tuple[Op, Callable[[], Any]]]:
+    """Each kind's backward kernel with the tensors autograd saved for it (input or output, batch statistics,
+    max pooling's indices) and a gradient of the output's shape."""
+    aten = torch.ops.aten
+    x = torch.randn(n, CHANNELS, SIDE, SIDE, device=device)
+    dy = torch.randn_like(x)
+    mean, var = torch.zeros(CHANNELS, device=device), torch.ones(CHANNELS, device=device)
+    gamma, beta = torch.ones(CHANNELS, device=device), torch.zeros(CHANNELS, device=device)
+    _, save_mean, save_invstd = aten.native_batch_norm(x, gamma, beta, mean, var, True, 0.1, 1e-5)
+    rows = x.numel() // TOKENS_FEATURES
+    tokens, d_tokens = torch.randn(rows, TOKENS_FEATURES, device=device), torch.randn(rows, TOKENS_FEATURES,
+                                                                                     device=device)
+    ln_w, ln_b = torch.ones(TOKENS_FEATURES, device=device), torch.zeros(TOKENS_FEATURES, device=device)
+    _, ln_mean, ln_rstd = aten.native_layer_norm(tokens, [TOKENS_FEATURES], ln_w, ln_b, 1e-5)
+    pooled, indices = aten.max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1])
+    d_pooled = torch.randn_like(pooled)
+    d_avg = torch.randn(n, CHANNELS, 1, 1, device=device)
+    relu_out = torch.relu(x)
+    numel = x.numel()
+    return [
+        (Pool2d("max", n=n, c=CHANNELS, h=SIDE, w=SIDE, r=3, s=3, stride=2, pad=1, mode="max"),
+         lambda: aten.max_pool2d_with_indices_backward(d_pooled, x, [3, 3], [2, 2], [1, 1], [1, 1], False,
+                                                       indices)),
+        (AdaptiveAvgPool2d("avg", n=n, c=CHANNELS, h=SIDE, w=SIDE),
+         lambda: aten._adaptive_avg_pool2d_backward(d_avg, x)),
+        (BatchNorm("bn", n=n, c=CHANNELS, spatial=SIDE * SIDE, training=True),
+         lambda: aten.native_batch_norm_backward(dy, x, gamma, mean, var, save_mean, save_invstd, True, 1e-5,
+                                                 [True, True, True])),
+        (LayerNorm("ln", rows=rows, features=TOKENS_FEATURES),
+         lambda: aten.native_layer_norm_backward(d_tokens, tokens, [TOKENS_FEATURES], ln_mean, ln_rstd, ln_w, ln_b,
+                                                 [True, True, True])),
+        (Activation("relu", numel=numel, fn="relu"), lambda: aten.threshold_backward(dy, relu_out, 0)),
+        (Activation("hardswish", numel=numel, fn="hardswish"), lambda: aten.hardswish_backward(dy, x)),
+        (Activation("gelu", numel=numel, fn="gelu"), lambda: aten.gelu_backward(dy, x)),
+    ]
+
+
 def streaming_rates(device: str = "cpu", cache_bytes: float | None = None, budget_s: float = 0.2) -> list[KernelRate]:
-    """Forward-pass rate of each kernel kind on a cache-resident fp32 tensor, in compulsory bytes per second."""
+    """Rate of each kernel kind's forward and backward kernel on cache-resident fp32 tensors, in compulsory bytes
+    (the IR's, over the passes the kernel runs) per second."""
     import torch
 
     sync = torch.cuda.synchronize if device == "cuda" else None
+    n = _batch_for(cache_bytes)
     out = []
     with torch.no_grad():
-        for op, call in _cases(torch, _batch_for(cache_bytes), device):
-            moved = float(op.bytes("forward", FP32_BYTES, FP32_BYTES))
-            timer = Timer(call, label=f"kernel {op.kernel}", work=moved, work_unit="B", budget_s=budget_s, sync=sync)
-            out.append(KernelRate(op.kernel, moved, timer.measure()))
+        for passes, cases in ((("forward",), _cases(torch, n, device)),
+                              (GRADIENT_PASSES, _backward_cases(torch, n, device))):
+            for op, call in cases:
+                key = op.kernel_key(passes[0])
+                moved = float(sum(op.bytes(p, FP32_BYTES, FP32_BYTES) for p in passes))
+                timer = Timer(call, label=f"kernel {key}", work=moved, work_unit="B", budget_s=budget_s, sync=sync)
+                out.append(KernelRate(key, moved, timer.measure()))
     return out
 
 

@@ -134,6 +134,12 @@ class Op(ABC):
         ('pool:max', 'norm:eval', 'activation:gelu'); the key of a measured streaming rate."""
         return self.kind
 
+    def kernel_key(self, pass_: str) -> str:
+        """The key of the measured streaming rate that applies to `pass_`: the forward kernel's, or for the
+        gradient passes its backward kernel's ('norm:train:backward'), a different loop with its own rate
+        (`roofline.bench.kernels`)."""
+        return self.kernel if pass_ == "forward" else f"{self.kernel}:backward"
+
     @property
     def saves_input(self) -> bool:
         """True when what saved_elements() counts is the op's input tensor (a conv, a linear layer, a norm)."""
@@ -165,7 +171,7 @@ MODEL_INPUT = ""
 class Dataflow:
     """Which results each op reads, and which ops write their result into their first input: what decides when
     eager PyTorch frees a tensor (once its last reader has run), and so what the C allocator hands back and
-    takes again (`roofline.allocator`). A read names the op that last wrote the tensor (MODEL_INPUT for the
+    takes again (`roofline.heap_requests`). A read names the op that last wrote the tensor (MODEL_INPUT for the
     step's input); a view (a free op) and an in-place op's result are the tensor they were made from, so a
     tensor lives until the last reader of any of its names."""
 

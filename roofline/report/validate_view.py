@@ -45,9 +45,9 @@ def render_validation(out: dict[str, Any], console: Console) -> None:
     console.print(t)
     if any(r["fresh_page_bytes_per_step"] for r in out["runs"]):
         console.print("  fresh pages: bytes per step the allocator gave back to the kernel and took again, "
-                      "first-touched (page faults), and their time at the calibrated rate; predicted: inference "
-                      "replays the step's heap requests on glibc's rules, training counts the tensors of 32 MiB and "
-                      "more (roofline.allocator)")
+                      "first-touched (page faults), and their time at the calibrated rate; predicted: the step's heap "
+                      "requests replayed on glibc's rules (roofline.heap_requests); in training, what the heap "
+                      "returns when no small block that outlives the step pins its top, an upper bound")
     console.print(f"  median |error| {out['median_abs_error_pct']:.1f}%, worst {out['max_abs_error_pct']:.1f}%")
     last = out["runs"][-1]
     if last["by_kind"]:
