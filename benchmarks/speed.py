@@ -26,6 +26,9 @@ TARGET_S = 1.0
 COMMANDS = [
     ["advise", "--model", "mobilenetv3", "--gpu", "v100", "--json"],
     ["advise", "--model", "mobilenetv3", "--hw", "benchmarks/results/accuracy-cpu-profile.yaml", "--json"],
+    ["advise", "--model", "mobilenetv3", "--hw", "benchmarks/results/accuracy-cpu-profile.yaml", "--train", "--json"],
+    ["predict", "--model", "mobilenetv3", "--hw", "benchmarks/results/accuracy-cpu-profile.yaml", "--batch", "32",
+     "--train", "--json"],
     ["predict", "--model", "resnet50", "--gpu", "v100", "--batch", "64", "--precision", "fp16", "--json"],
     ["analyze", "--model", "resnet50", "--batch", "32", "--json"],
     ["hw", "show", "v100", "--json"],

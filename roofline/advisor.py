@@ -20,7 +20,7 @@ from roofline.hardware.schema import Profile
 from roofline.memory import max_batch_that_fits
 from roofline.ops.base import Workload
 from roofline.precision import Precision, get_precision
-from roofline.step import StepOptions, StepPrediction, predict_step
+from roofline.step import StepOptions, StepPrediction, predict_step, step_memory
 
 GOOD_ENOUGH_FRACTION = 0.95
 """The smallest batch within 5% of the best throughput is recommended (the issue's definition)."""
@@ -107,7 +107,8 @@ def advise(name: str, build: BuildWorkload, profile: Profile, train: bool, preci
     best_per_precision: dict[str, StepPrediction] = {}
     for prec in candidate_precisions(profile, train, precision):
         cap = profile.memory.capacity_bytes.value
-        max_b = max_batch_that_fits(lambda b, p=prec: predict(b, p).memory.total, cap)
+        max_b = max_batch_that_fits(lambda b, p=prec: step_memory(workload(b), profile.kind == "gpu", p, opts).total,
+                                    cap)
         if max_b == 0:
             continue
         max_by_precision[prec.name] = max_b
@@ -115,7 +116,8 @@ def advise(name: str, build: BuildWorkload, profile: Profile, train: bool, preci
         sweep.extend(points)
         best_per_precision[prec.name] = max(points, key=lambda p: p.samples_per_s)
     if not sweep:
-        need = predict(1, candidate_precisions(profile, train, precision)[0]).memory.total
+        need = step_memory(workload(1), profile.kind == "gpu", candidate_precisions(profile, train, precision)[0],
+                           opts).total
         raise DoesNotFit(f"{name} does not fit on {profile.name} even at batch 1 ({need / 2**30:.1f} GiB needed, "
                          f"{profile.memory.capacity_bytes.value / 2**30:.1f} GiB available); try a smaller "
                          "input or lower precision")

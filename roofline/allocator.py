@@ -56,23 +56,23 @@ class _FreeChunks:
     thousands of requests against hundreds of free chunks)."""
 
     def __init__(self) -> None:
-        self._order: list[tuple[int, int]] = []
+        self.order: list[tuple[int, int]] = []
         self._chunks: dict[tuple[int, int], _Chunk] = {}
 
     def add(self, chunk: _Chunk) -> None:
         key = (chunk.size, chunk.start)
-        bisect.insort(self._order, key)
+        bisect.insort(self.order, key)
         self._chunks[key] = chunk
 
     def discard(self, chunk: _Chunk) -> None:
         key = (chunk.size, chunk.start)
         if self._chunks.get(key) is chunk:
             del self._chunks[key]
-            del self._order[bisect.bisect_left(self._order, key)]
+            del self.order[bisect.bisect_left(self.order, key)]
 
     def best_fit(self, size: int) -> _Chunk | None:
-        at = bisect.bisect_left(self._order, (size, -1))
-        return self._chunks[self._order[at]] if at < len(self._order) else None
+        at = bisect.bisect_left(self.order, (size, -1))
+        return self._chunks[self.order[at]] if at < len(self.order) else None
 
 
 class _Chunk:
@@ -100,6 +100,10 @@ class GlibcHeap:
         self.live: dict[Hashable, _Chunk | int] = {}
         """key -> its heap chunk, or the size of its mapping."""
 
+    def state(self) -> tuple[Hashable, ...]:
+        """Everything the next request's outcome depends on, once a step has freed what it allocated."""
+        return (self.end, self.top_start, self.mmap_threshold, tuple(self.free_chunks.order), tuple(self.live))
+
     @property
     def top(self) -> int:
         return self.end - self.top_start
@@ -114,7 +118,10 @@ class GlibcHeap:
         """Serve a request; returns the bytes it takes in fresh pages (heap growth or a new mapping). A mapping
         is whole pages, and it is that page-rounded size a freed mapping raises the threshold to, so the next
         request of the same size stays below it and is served by the heap."""
-        size = self.request_bytes(nbytes)
+        return self.allocate_chunk(key, self.request_bytes(nbytes))
+
+    def allocate_chunk(self, key: Hashable, size: int) -> int:
+        """`allocate` for a request already in glibc's terms (`request_bytes`)."""
         chunk = self.free_chunks.best_fit(size)
         if chunk is not None:
             self.free_chunks.discard(chunk)
@@ -146,10 +153,9 @@ class GlibcHeap:
         self.live[key] = chunk
         return fresh
 
-    def _merge_up(self, low: _Chunk, high: _Chunk) -> None:
-        """`low` takes in `high`, the chunk just above it, which is free or being freed."""
-        self.free_chunks.discard(low)
-        self.free_chunks.discard(high)
+    def _merge_up(self, low: _Chunk, high: _Chunk, freeing: _Chunk) -> None:
+        """`low` takes in `high`, the chunk just above it; one of them is `freeing`, not yet among the free ones."""
+        self.free_chunks.discard(high if low is freeing else low)
         low.size += high.size
         low.after = high.after
         if high.after is not None:
@@ -168,10 +174,10 @@ class GlibcHeap:
         chunk.free = True
         after = chunk.after
         if after is not None and after.free:
-            self._merge_up(chunk, after)
+            self._merge_up(chunk, after, chunk)
         before = chunk.before
         if before is not None and before.free:
-            self._merge_up(before, chunk)
+            self._merge_up(before, chunk, chunk)
             chunk = before
         if chunk.after is None:
             self.top_start = chunk.start
@@ -187,14 +193,21 @@ class GlibcHeap:
 def replay(requests: list[Request], ops: int, steps: int = STEADY_STEPS) -> list[float]:
     """Fresh bytes per op in the last of `steps` steps of `requests` on one heap. A step frees everything it
     allocates, so its keys are free again when the next step starts."""
-    tracked = [r for r in requests if not r.bytes or r.bytes >= TRACKED_MIN_BYTES]
+    tracked = [(r.op, r.key, GlibcHeap.request_bytes(r.bytes) if r.bytes else 0) for r in requests
+               if not r.bytes or r.bytes >= TRACKED_MIN_BYTES]
     heap = GlibcHeap()
+    allocate, free, live = heap.allocate_chunk, heap.free, heap.live
     fresh = [0.0] * ops
+    ended = None
     for _ in range(steps):
         fresh = [0.0] * ops
-        for req in tracked:
-            if req.bytes:
-                fresh[req.op] += heap.allocate(req.key, req.bytes)
-            elif req.key in heap.live:
-                heap.free(req.key)
+        for op, key, size in tracked:
+            if size:
+                fresh[op] += allocate(key, size)
+            elif key in live:
+                free(key)
+        state = heap.state()
+        if state == ended:  # a step that ends as the last one did repeats it: this one is the steady step
+            break
+        ended = state
     return fresh

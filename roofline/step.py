@@ -176,6 +176,13 @@ def _bulk_cost(name: str, flops: float, read_b: float, written_b: float, launche
                   memory_s, host_s, device_s, bound, "vector", (), launches, c.is_gpu)
 
 
+def step_memory(workload: Workload, is_gpu: bool, precision: Precision, options: StepOptions) -> MemoryBreakdown:
+    """What one step holds on the device: the part of a prediction a memory-fit search needs, without the time
+    (on a CPU the time replays the step's heap requests, tens of milliseconds for a training step)."""
+    reserve = options.reserve_bytes if options.reserve_bytes is not None else default_reserve_bytes(is_gpu)
+    return memory_breakdown(workload, precision, options.train, options.optimizer, reserve)
+
+
 def predict_step(workload: Workload, profile: Profile, precision: Precision,
                  options: StepOptions | None = None) -> StepPrediction:
     """Predict the time and memory of one step of `workload` on `profile` at `precision`."""
@@ -227,8 +234,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
         step = max(step, transfer_s)
     else:
         step = host_s + device_s + sync_s
-    reserve = opts.reserve_bytes if opts.reserve_bytes is not None else default_reserve_bytes(c.is_gpu)
-    memory = memory_breakdown(workload, precision, opts.train, opts.optimizer, reserve)
+    memory = step_memory(workload, c.is_gpu, precision, opts)
     return StepPrediction(workload.name, profile.name, int(workload.batch), precision.name, opts.train, step,
                           host_s, device_s, transfer_s, sync_s, optimizer_s, amp_cast_s, memory,
                           profile.memory.capacity_bytes.value, costs, c)
