@@ -78,22 +78,23 @@ def forward_requests(op: Op, inplace: bool, conv_layout: str | None, block: int)
     return [("+out", op.output_elements())]
 
 
+def _source(name: str, present: set[str], flow: Dataflow) -> str:
+    """The op whose result `name` is, reading through ops a pass leaves out (dropout in eval mode)."""
+    while name not in present and name != MODEL_INPUT and flow.reads.get(name):
+        name = flow.reads[name][0]
+    return name
+
+
 def inference_requests(ops: list[Op], flow: Dataflow, element_bytes: int, block: int,
                        conv_layout: dict[str, str]) -> list[Request]:
     """The allocations and frees of one forward pass, in order: each op's own (`forward_requests`), then the
     results whose last reader it was. `conv_layout` maps a convolution's name to its kernel (see
     `conv_temporaries`); ops missing from `ops` (dropout in eval mode) are read through."""
     present = {op.name for op in ops}
-
-    def source(name: str) -> str:
-        while name not in present and name != MODEL_INPUT and flow.reads.get(name):
-            name = flow.reads[name][0]
-        return name
-
     storage: dict[str, str] = {MODEL_INPUT: MODEL_INPUT}
     last_read: dict[str, int] = {}
     for index, op in enumerate(ops):
-        reads = [storage.get(source(r), MODEL_INPUT) for r in flow.reads.get(op.name, ())]
+        reads = [storage.get(_source(r, present, flow), MODEL_INPUT) for r in flow.reads.get(op.name, ())]
         aliases = op.is_free or op.name in flow.inplace
         storage[op.name] = reads[0] if aliases and reads else op.name
         for s in reads:
@@ -128,13 +129,6 @@ def conv_layout(op: Op, ctx: CostContext) -> str | None:
     if cpu_conv_backend(op, ctx.ceilings.threads) != "mkldnn":
         return "slow2d"
     return "onednn" if ctx.channels_last else "onednn-nchw"
-
-
-def _source(name: str, present: set[str], flow: Dataflow) -> str:
-    """The op whose result `name` is, reading through ops a pass leaves out (dropout in eval mode)."""
-    while name not in present and name != MODEL_INPUT and flow.reads.get(name):
-        name = flow.reads[name][0]
-    return name
 
 
 def conv_backward_temporaries(op: Op, block: int, layout: str, data: bool) -> list[tuple[str, float]]:
