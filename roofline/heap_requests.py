@@ -43,6 +43,29 @@ def _padded(channels: int, block: int) -> int:
     return -(-channels // block) * block
 
 
+def _is_stem(op: Op) -> bool:
+    """A first layer's few input channels: oneDNN reads them as they are, no blocked copy of the input."""
+    return op.c // op.groups <= 4 and op.groups == 1  # type: ignore[attr-defined]
+
+
+def _blocked_weight(op: Op, block: int) -> int:
+    """Elements of oneDNN's blocked weight copy: output and input channels padded to `block` (a stem's input
+    channels unpadded); a grouped weight as it is."""
+    k, c, r, s, groups = op.k, op.c, op.r, op.s, op.groups  # type: ignore[attr-defined]
+    if groups != 1:
+        return k * r * s
+    return _padded(k, block) * (c if _is_stem(op) else _padded(c, block)) * r * s
+
+
+def _im2col_columns(op: Op) -> int:
+    """Elements of PyTorch's batch-1 fallback's im2col buffer: C R S x P Q per sample, none for a 1x1 stride-1
+    product (it multiplies the input as it is)."""
+    r, s = op.r, op.s  # type: ignore[attr-defined]
+    if (r, s) == (1, 1) and tuple(op.stride) == (1, 1) and op.pad == 0:  # type: ignore[attr-defined]
+        return 0
+    return op.c * r * s * op.p * op.q * op.n  # type: ignore[attr-defined]
+
+
 def conv_temporaries(op: Op, block: int, layout: str) -> list[tuple[str, float]]:
     """What one forward convolution allocates around its result, in elements, as ('+name', elements) and
     ('-name', 0) in order; '+out' is the result. `layout` is 'onednn-nchw' (oneDNN over NCHW tensors),
@@ -52,13 +75,11 @@ def conv_temporaries(op: Op, block: int, layout: str) -> list[tuple[str, float]]
     NCHW result allocated and the output copy freed; a stem's few input channels are read as they are, and
     its weight keeps them unpadded."""
     n, c, h, w = op.n, op.c, op.h, op.w  # type: ignore[attr-defined]
-    k, p, q, r, s, groups = op.k, op.p, op.q, op.r, op.s, op.groups  # type: ignore[attr-defined]
-    stem = c // groups <= 4 and groups == 1
-    weight = (_padded(k, block) * (c if stem else _padded(c, block)) * r * s) if groups == 1 else k * r * s
+    k, p, q = op.k, op.p, op.q  # type: ignore[attr-defined]
+    stem = _is_stem(op)
+    weight = _blocked_weight(op, block)
     if layout == "slow2d":
-        one_by_one = (r, s) == (1, 1) and tuple(op.stride) == (1, 1) and op.pad == 0  # type: ignore[attr-defined]
-        columns = 0 if one_by_one else c * r * s * p * q * n
-        return [("+columns", columns), ("+out", k * p * q * n), ("-columns", 0)]
+        return [("+columns", _im2col_columns(op)), ("+out", k * p * q * n), ("-columns", 0)]
     if layout == "onednn":
         return [("+weight", weight), ("+out", k * p * q * n), ("-weight", 0)]
     source = [] if stem else [("+source", n * _padded(c, block) * h * w)]
@@ -142,12 +163,11 @@ def conv_backward_temporaries(op: Op, block: int, layout: str, data: bool) -> li
     x = n * c * h * w
     dw = k * (c // groups) * r * s
     if layout == "slow2d":
-        one_by_one = (r, s) == (1, 1) and tuple(op.stride) == (1, 1) and op.pad == 0  # type: ignore[attr-defined]
-        columns = 0 if one_by_one else c * r * s * p * q * n
+        columns = _im2col_columns(op)
         data_part = [("+columns", columns), ("+dx0", x), ("-columns", 0)] if data else []
         return [*data_part, ("+columns", columns), ("+dw0", dw), ("-columns", 0)]
-    stem = c // groups <= 4 and groups == 1
-    weight = (_padded(k, block) * (c if stem else _padded(c, block)) * r * s) if groups == 1 else k * r * s
+    stem = _is_stem(op)
+    weight = _blocked_weight(op, block)
     if layout == "onednn":
         data_part = [("+weight", weight), ("+dx0", x), ("-weight", 0)] if data else []
         return [*data_part, ("+dw0", dw)]
