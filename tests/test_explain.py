@@ -8,7 +8,7 @@ import json
 import pytest
 
 import cli
-from roofline.explain import explain, gemm_crossover_n
+from roofline.advise.explain import explain, gemm_crossover_n
 from roofline.hardware import find_profile
 
 

@@ -3,8 +3,8 @@
 import pytest
 import sympy
 
-from roofline import ops
-from roofline.ops import PASSES
+from roofline.workload import ops
+from roofline.workload.ops import PASSES
 
 
 def total(op, pass_, element_bytes=4):

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from cli import main  # noqa: E402
-from roofline.validate import error_pct, kind_rows  # noqa: E402
+from roofline.validate.run import error_pct, kind_rows  # noqa: E402
 
 TINY = ["--model", "trace_models:TinyNet", "--input-shape", "1,3,32,32"]
 QUICK = ["--repeats", "3", "--budget", "0.2", "--kind-steps", "1"]
@@ -139,7 +139,7 @@ def test_live_cuda_inference(capsys):
 
 def test_fresh_pages_count_what_a_step_maps_anew():
     pytest.importorskip("resource")
-    from roofline.validate import fresh_page_bytes_per_step
+    from roofline.validate.run import fresh_page_bytes_per_step
 
     size = 64 * 2**20  # above glibc's largest mmap threshold: every allocation is a fresh mapping
     kept = torch.empty(size // 4)

@@ -11,7 +11,7 @@ from typing import Any
 
 from roofline.hardware import derived as d
 from roofline.hardware.schema import DTYPES, Profile
-from roofline.report.units import format_bytes, format_si
+from roofline.units import format_bytes, format_si
 
 
 def derived_figures(profile: Profile) -> list[d.Derived]:
