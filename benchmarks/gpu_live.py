@@ -6,7 +6,7 @@ settings written beside it (torch and cuDNN versions, cudnn.benchmark, data alre
 optimizer), so predictions can be compared row by row. It writes one JSON document, rewritten after every
 section so that a run stopped at its time limit still returns what it measured.
 
-    python benchmarks/gpu_live.py --out gpu-live.json [--sections micro,zoo,llm] [--budget-s 480]
+    python benchmarks/gpu_live.py --out gpu-live.json [--sections micro,zoo,breakdown,llm] [--budget-s 480]
 
 Timing: CUDA events around `steps` consecutive steps after warm-up (cuDNN autotuning happens there), the
 median over repeats; memory: torch's peak allocated and reserved bytes of the step.
@@ -234,7 +234,21 @@ SEQ_LEN = {"bert-base": 128, "gpt2": 1024}
 
 
 def zoo_step(model: str, mode: str, precision: str, batch: int, data: str = "device") -> dict[str, Any]:
-    """One training (SGD with momentum, cross-entropy, GradScaler under AMP) or inference step."""
+    """Times one training (SGD with momentum, cross-entropy, GradScaler under AMP) or inference step."""
+    import torch
+
+    step, settings = build_step(model, mode, precision, batch, data)
+    torch.cuda.reset_peak_memory_stats()
+    t = cuda_time(step, min_s=0.4, warmup=5)
+    return {**settings, "step_s": t["median_s"], "step_min_s": t["min_s"], "step_max_s": t["max_s"],
+            "steps_timed": t["calls"], "samples_per_s": batch / t["median_s"],
+            "peak_allocated_bytes": torch.cuda.max_memory_allocated(),
+            "peak_reserved_bytes": torch.cuda.max_memory_reserved()}
+
+
+def build_step(model: str, mode: str, precision: str, batch: int,
+               data: str = "device") -> tuple[Callable[[], Any], dict[str, Any]]:
+    """The step as a callable, and the settings it runs under."""
     import torch
     import torch.nn.functional as F
 
@@ -268,7 +282,6 @@ def zoo_step(model: str, mode: str, precision: str, batch: int, data: str = "dev
             return out.float().square().mean()
         return F.cross_entropy(out.float(), labels)
 
-    torch.cuda.reset_peak_memory_stats()
     if mode == "inference":
         module.eval()
 
@@ -289,12 +302,60 @@ def zoo_step(model: str, mode: str, precision: str, batch: int, data: str = "dev
             opt.zero_grad(set_to_none=True)
             return loss
 
-    t = cuda_time(step, min_s=0.4, warmup=5)
-    return {"model": model, "mode": mode, "precision": precision, "batch": batch, "data": data,
-            "channels_last": channels_last, "seq_len": SEQ_LEN.get(model), "step_s": t["median_s"],
-            "step_min_s": t["min_s"], "step_max_s": t["max_s"], "steps_timed": t["calls"],
-            "samples_per_s": batch / t["median_s"], "peak_allocated_bytes": torch.cuda.max_memory_allocated(),
-            "peak_reserved_bytes": torch.cuda.max_memory_reserved()}
+    return step, {"model": model, "mode": mode, "precision": precision, "batch": batch, "data": data,
+                  "channels_last": channels_last, "seq_len": SEQ_LEN.get(model)}
+
+
+BREAKDOWN_CASES = [("bert-base", "train", "amp", 32), ("bert-base", "train", "tf32", 32),
+                   ("bert-base", "inference", "amp", 128), ("gpt2", "train", "amp", 8),
+                   ("resnet50", "train", "amp", 256), ("resnet50", "train", "fp32", 64),
+                   ("mobilenetv3-large", "train", "amp", 256), ("resnet50", "inference", "amp", 1),
+                   ("vgg16", "train", "amp", 64), ("alexnet", "train", "amp", 256), ("mlp", "train", "fp32", 64)]
+PROFILED_STEPS = 5
+
+
+def breakdown(deadline: float) -> list[dict[str, Any]]:
+    """Where a step's time goes: torch.profiler's device (kernel) self time and host self time per aten op,
+    over PROFILED_STEPS steps after warm-up, beside the step's wall time; a device busy for less than the
+    wall time means the host (Python and dispatch) sets the pace."""
+    import torch
+
+    rows: list[dict[str, Any]] = []
+    for case in BREAKDOWN_CASES:
+        if time.time() > deadline:
+            rows.append({"skipped": list(case), "why": "budget"})
+            continue
+        try:
+            rows.append(_profiled(build_step(*case)))
+        except (RuntimeError, ValueError) as exc:
+            rows.append({"case": list(case), "error": str(exc)[:300]})
+        print("breakdown", rows[-1].get("model", case), rows[-1].get("profiled_wall_s"), flush=True)
+        torch.cuda.empty_cache()
+    return rows
+
+
+def _profiled(built: tuple[Callable[[], Any], dict[str, Any]]) -> dict[str, Any]:
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    step, settings = built
+    for _ in range(5):
+        step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        for _ in range(PROFILED_STEPS):
+            step()
+        torch.cuda.synchronize()
+        wall = (time.perf_counter() - t0) / PROFILED_STEPS
+    ops = [{"op": e.key, "calls": e.count // PROFILED_STEPS,
+            "device_s": e.self_device_time_total * 1e-6 / PROFILED_STEPS,
+            "host_s": e.self_cpu_time_total * 1e-6 / PROFILED_STEPS}
+           for e in prof.key_averages() if e.key.startswith("aten::") or e.self_device_time_total > 0]
+    ops.sort(key=lambda o: -o["device_s"])
+    kernels = sum(e.self_device_time_total for e in prof.key_averages() if not e.key.startswith("aten::"))
+    return {**settings, "profiled_wall_s": wall, "kernel_time_s": kernels * 1e-6 / PROFILED_STEPS,
+            "aten_ops": [o for o in ops if o["op"].startswith("aten::")][:60]}
 
 
 def zoo(deadline: float, models: set[str] | None) -> list[dict[str, Any]]:
@@ -328,11 +389,14 @@ LLM_CONFIGS: dict[str, dict[str, Any]] = {
                        max_position_embeddings=4096, tie_word_embeddings=False),
     "gpt2": dict(model_type="gpt2", n_embd=768, n_layer=12, n_head=12, vocab_size=50257, n_positions=1024),
 }
-LLM_CASES: list[tuple[str, int, tuple[int, ...]]] = [
-    # (config, prompt length, batches)
-    ("llama-3-8b", 512, (1, 8, 32, 64)), ("llama-3-8b", 2048, (1, 8)),
-    ("llama-2-7b", 512, (1, 16)), ("gpt2", 512, (1, 32)),
+LLM_CASES: list[tuple[str, int, tuple[int, ...], str]] = [
+    # (config, prompt length, batches, runtime), in the order a short budget should keep them
+    ("llama-3-8b", 512, (1, 8), "static"), ("llama-3-8b", 128, (128, 256), "eager"),
+    ("llama-2-7b", 512, (16, 1), "eager"), ("llama-3-8b", 512, (1, 8, 32, 64), "eager"),
+    ("llama-3-8b", 2048, (1, 8), "eager"), ("gpt2", 512, (1, 32), "eager"),
 ]
+STATIC_CACHE_LEN = 1024
+"""Every generate call of the static runtime gets a cache of this length, so compiled graphs keep one shape."""
 NEW_TOKENS = 64
 
 
@@ -349,14 +413,17 @@ def _random_llm(cfg: Any) -> Any:
     return model.eval()
 
 
-def llm(deadline: float, models: set[str] | None) -> list[dict[str, Any]]:
-    """transformers' eager generate (greedy, DynamicCache), bf16: TTFT is generate with one new token,
-    TPOT is (T(1 + n) - T(1)) / n."""
+def llm(deadline: float, models: set[str] | None, runtimes: set[str] | None = None) -> list[dict[str, Any]]:
+    """transformers' generate (greedy), bf16: TTFT is generate with one new token, TPOT is
+    (T(1 + n) - T(1)) / n. Runtime 'eager' grows a DynamicCache; 'static' hands generate a StaticCache of
+    STATIC_CACHE_LEN, with which transformers compiles the forward on CUDA (the row records the graphs dynamo
+    made, so one can see whether it did)."""
     import torch
     import transformers
 
     rows: list[dict[str, Any]] = []
-    for name, prompt, batches in LLM_CASES:
+    cases = [c for c in LLM_CASES if runtimes is None or c[3] in runtimes]
+    for name, prompt, batches, runtime in cases:
         if models is not None and name not in models:
             continue
         if time.time() > deadline:
@@ -371,17 +438,21 @@ def llm(deadline: float, models: set[str] | None) -> list[dict[str, Any]]:
                 break
             ids = torch.randint(0, cfg.vocab_size, (batch, prompt), device="cuda")
 
-            def gen(n: int, ids=ids, model=model) -> None:
+            def gen(n: int, ids=ids, model=model, cfg=cfg, runtime=runtime) -> None:
+                extra = {}
+                if runtime == "static":
+                    extra["past_key_values"] = transformers.StaticCache(config=cfg, max_cache_len=STATIC_CACHE_LEN)
                 model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, min_new_tokens=n,
-                               do_sample=False, pad_token_id=0)
+                               do_sample=False, pad_token_id=0, **extra)
 
             try:
                 with torch.no_grad():
                     torch.cuda.reset_peak_memory_stats()
                     ttft = cuda_time(lambda: gen(1), min_s=0.2, repeats=3, warmup=1)["median_s"]
                     full = cuda_time(lambda: gen(1 + NEW_TOKENS), min_s=0.2, repeats=3, warmup=1)["median_s"]
+                graphs = dict(torch._dynamo.utils.counters["stats"])
                 rows.append({"model": name, "params": params, "prompt_len": prompt, "batch": batch,
-                             "new_tokens": NEW_TOKENS, "dtype": "bf16", "runtime": "eager generate",
+                             "new_tokens": NEW_TOKENS, "dtype": "bf16", "runtime": runtime, "dynamo_stats": graphs,
                              "ttft_s": ttft, "tpot_s": (full - ttft) / NEW_TOKENS,
                              "decode_tokens_per_s": batch * NEW_TOKENS / (full - ttft),
                              "peak_allocated_bytes": torch.cuda.max_memory_allocated()})
@@ -399,6 +470,7 @@ def main() -> int:
     parser.add_argument("--sections", default="micro,zoo,llm")
     parser.add_argument("--budget-s", type=float, default=480.0)
     parser.add_argument("--models", help="comma-separated zoo and LLM names to run (default: all)")
+    parser.add_argument("--runtimes", help="LLM runtimes to run: eager,static (default: both)")
     args = parser.parse_args()
     start = time.time()
     sections = args.sections.split(",")
@@ -419,12 +491,14 @@ def main() -> int:
                 doc[key] = {"error": str(exc)[:300]}
             print(key, "done", round(time.time() - start, 1), flush=True)
             save()
-    share = {"zoo": 0.6, "llm": 1.0}
+    if "breakdown" in sections:
+        doc["breakdown"] = breakdown(start + args.budget_s * 0.5)
+        save()
     if "zoo" in sections:
-        doc["zoo"] = zoo(start + args.budget_s * (share["zoo"] if "llm" in sections else 1.0), models)
+        doc["zoo"] = zoo(start + args.budget_s * (0.6 if "llm" in sections else 1.0), models)
         save()
     if "llm" in sections:
-        doc["llm"] = llm(start + args.budget_s, models)
+        doc["llm"] = llm(start + args.budget_s, models, set(args.runtimes.split(",")) if args.runtimes else None)
         save()
     return 0
 
