@@ -358,6 +358,66 @@ def _profiled(built: tuple[Callable[[], Any], dict[str, Any]]) -> dict[str, Any]
             "aten_ops": [o for o in ops if o["op"].startswith("aten::")][:60]}
 
 
+HOST_CASES = [("mlp", "fp32"), ("mlp", "amp"), ("resnet50", "fp32"), ("resnet50", "amp"), ("resnet18", "amp"),
+              ("mobilenetv3-large", "amp"), ("vgg16", "amp"), ("alexnet", "amp"), ("bert-base", "fp32"),
+              ("bert-base", "amp"), ("gpt2", "amp")]
+HOST_REPEATS = 30
+
+
+def host_phases(deadline: float) -> list[dict[str, Any]]:
+    """The host's time for each phase of a training step at batch 1, where the device's work is too small to
+    matter: forward (with the loss), backward, optimizer step (through GradScaler under AMP) and zero_grad,
+    each ended by a synchronize and timed on the wall clock; medians of HOST_REPEATS steps after warm-up."""
+    import torch
+    import torch.nn.functional as F
+
+    from roofline.workload.zoo import build_module, example_input, get_model
+
+    rows: list[dict[str, Any]] = []
+    for model, precision in HOST_CASES:
+        if time.time() > deadline:
+            rows.append({"skipped": [model, precision], "why": "budget"})
+            continue
+        spec = get_model(model)
+        module = build_module(model, seq_len=SEQ_LEN.get(model)).cuda().train()
+        x = example_input(model, 1, seq_len=SEQ_LEN.get(model)).cuda()
+        amp = precision == "amp"
+        opt = torch.optim.SGD(module.parameters(), lr=1e-3, momentum=0.9)
+        scaler = torch.amp.GradScaler("cuda", enabled=amp)
+        times: dict[str, list[float]] = {"forward": [], "backward": [], "optimizer": [], "zero_grad": []}
+        for i in range(HOST_REPEATS + 5):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                out = module(x)
+                out = out[0] if isinstance(out, tuple) else out
+                loss = out.float().square().mean() if spec.family == "text" or (spec.num_classes or 0) < 2 \
+                    else F.cross_entropy(out.float(), torch.zeros(1, dtype=torch.long, device="cuda"))
+            torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            scaler.scale(loss).backward()
+            torch.cuda.synchronize()
+            t2 = time.perf_counter()
+            scaler.step(opt)
+            scaler.update()
+            torch.cuda.synchronize()
+            t3 = time.perf_counter()
+            opt.zero_grad(set_to_none=True)
+            torch.cuda.synchronize()
+            t4 = time.perf_counter()
+            if i >= 5:
+                for key, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                    times[key].append(dt)
+        row = {"model": model, "precision": precision, "batch": 1, "seq_len": SEQ_LEN.get(model),
+               "param_tensors": sum(1 for _ in module.parameters())}
+        row |= {f"{k}_s": sorted(v)[len(v) // 2] for k, v in times.items()}
+        rows.append(row)
+        print("host", row, flush=True)
+        del module, opt
+        torch.cuda.empty_cache()
+    return rows
+
+
 def zoo(deadline: float, models: set[str] | None) -> list[dict[str, Any]]:
     import torch
 
@@ -491,6 +551,9 @@ def main() -> int:
                 doc[key] = {"error": str(exc)[:300]}
             print(key, "done", round(time.time() - start, 1), flush=True)
             save()
+    if "host" in sections:
+        doc["host"] = host_phases(start + args.budget_s)
+        save()
     if "breakdown" in sections:
         doc["breakdown"] = breakdown(start + args.budget_s * 0.5)
         save()
