@@ -160,11 +160,11 @@ def memory_reason(advice: Advice) -> dict[str, Any]:
 
 def overhead_reason(p1: StepPrediction) -> dict[str, Any]:
     launches = sum(o.launches for o in p1.ops)
-    c = p1.ceilings
-    return {"kind": "overhead", "launches_per_step": launches, "dispatch_s": c.dispatch_s,
+    per_op = p1.host_s / launches if launches else 0.0
+    return {"kind": "overhead", "launches_per_step": launches, "dispatch_s": per_op,
             "host_s": p1.host_s, "device_s": p1.device_s,
             "text": (f"At batch 1 the host spends {p1.host_s * 1e3:.2f} ms dispatching {launches} ops "
-                     f"({c.dispatch_s * 1e6:.0f} us each) against {p1.device_s * 1e3:.2f} ms of device work"
+                     f"({per_op * 1e6:.0f} us each on average) against {p1.device_s * 1e3:.2f} ms of device work"
                      + ("; the device waits on Python, so small batches waste it." if p1.host_s > p1.device_s
                         else "."))}
 
