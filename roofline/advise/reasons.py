@@ -10,7 +10,7 @@ from roofline.model.step import StepPrediction
 from roofline.workload.precision import Precision, get_precision
 
 if TYPE_CHECKING:
-    from roofline.advise.advisor import Advice
+    from roofline.advise.advice import Advice
     from roofline.hardware.schema import Profile
 
 Predict = Callable[[int, Precision], StepPrediction]
