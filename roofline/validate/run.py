@@ -146,14 +146,13 @@ def choose_profile(device: str, hw: str | None, calibrate: bool = True) -> Profi
 
 def live_model(req: ModelRequest) -> Any:
     """A real (weights allocated and initialised) torch module for the request, on the host."""
-    if req.model is None:
-        raise RooflineError("validate needs --model NAME or --model module:attr (a single --op has no live run)")
-    if not is_user_module(req.model):
+    model = _required_model(req)
+    if not is_user_module(model):
         from roofline.workload.zoo import build_module, get_model
 
-        spec = get_model(req.model)
+        spec = get_model(model)
         return build_module(spec.name, input_size=req.input_size, num_classes=req.num_classes, seq_len=req.seq_len)
-    obj = load_module(req.model, meta=False)
+    obj = load_module(model, meta=False)
     if any(p.is_meta for p in obj.parameters()):
         raise RooflineError(f"--model '{req.model}': the module lives on the meta device (no weights); "
                             "give a Module subclass or a factory so validate can build real weights")
@@ -176,9 +175,7 @@ def live_input(req: ModelRequest, module: Any, batch: int) -> Any:
         from roofline.workload.zoo import example_input
 
         return example_input(model, batch, input_size=req.input_size, seq_len=req.seq_len)
-    if not req.input_shape:
-        raise RooflineError(f"--model '{model}': a module:attr model needs --input-shape, e.g. 1,3,224,224")
-    shape = (batch, *req.input_shape[1:])
+    shape = (batch, *_required_input_shape(req)[1:])
     generator = torch.Generator().manual_seed(0)
     vocab = _token_range(module)
     if vocab is not None:
@@ -395,20 +392,22 @@ def layer_rows(prediction: Any, measured: dict[str, float]) -> tuple[LayerRow, .
     return tuple(rows)
 
 
-def _measure_step(step: Callable[[], Any], device: Any, label: str, budget_s: float, repeats: int) -> Any:
-    """Warm up, then time with the shared Timer; the budget is stretched to fit `repeats` samples."""
+def _measure_step(step: Callable[[], Any], device: Any, label: str, budget_s: float, repeats: int,
+                  clock: Callable[[], float] = time.perf_counter) -> Any:
+    """Warm up, then time with the shared Timer; the budget is stretched to fit `repeats` samples. `clock`
+    is the Timer's (tests pass a fake one)."""
     from roofline.measure.timing import Timer
 
     torch = _torch()
     sync = torch.cuda.synchronize if device.type == "cuda" else None
-    started = time.perf_counter()
+    started = clock()
     for _ in range(WARMUP_STEPS):
         step()
     if sync:
         sync()
-    one_step_s = (time.perf_counter() - started) / WARMUP_STEPS
+    one_step_s = (clock() - started) / WARMUP_STEPS
     budget = max(budget_s, BUDGET_MARGIN * repeats * one_step_s)
-    return Timer(step, label=label, budget_s=budget, min_repeats=repeats, sync=sync).measure()
+    return Timer(step, label=label, budget_s=budget, min_repeats=repeats, sync=sync, clock=clock).measure()
 
 
 FAULT_COUNT_STEPS = 3
@@ -495,6 +494,33 @@ def _measure_batch(module: Any, step: Callable[[], Any], device: Any, batch: int
     return LiveBatch(batch, measurement, kinds, layers, fresh)
 
 
+def _check_request(req: ModelRequest, precision_name: str) -> None:
+    """Raise on a model or precision that does not exist, without importing torch (a zoo name is looked up,
+    a module:attr reference is loaded by the first live step)."""
+    from roofline.workload.precision import get_precision
+    from roofline.workload.request import workload_builder
+    from roofline.workload.trace import import_reference
+
+    model = _required_model(req)
+    get_precision(precision_name)
+    workload_builder(req)
+    if is_user_module(model):
+        _required_input_shape(req)
+        import_reference(model)
+
+
+def _required_model(req: ModelRequest) -> str:
+    if req.model is None:
+        raise RooflineError("validate needs --model NAME or --model module:attr (a single --op has no live run)")
+    return req.model
+
+
+def _required_input_shape(req: ModelRequest) -> tuple[int, ...]:
+    if not req.input_shape:
+        raise RooflineError(f"--model '{req.model}': a module:attr model needs --input-shape, e.g. 1,3,224,224")
+    return req.input_shape
+
+
 def _checked(device_name: str, repeats: int, budget_s: float, kind_steps: int) -> Any:
     """The torch device, once the arguments are known good (before any calibration or live run)."""
     from roofline.measure.live import resolve_device
@@ -562,7 +588,9 @@ def validate(req: ModelRequest, device_name: str, batches: list[int], precision_
              train: bool = False, optimizer: str = "sgd", hw: str | None = None, budget_s: float = 2.0,
              repeats: int = MIN_TIMED_REPEATS, kind_steps: int = 2, per_layer: bool = False,
              on_batch: Callable[[int], None] = lambda _: None, calibrate: bool = True) -> Validation:
-    """Predict and run `req` at each batch size on `device_name` ('cpu' or 'cuda')."""
+    """Predict and run `req` at each batch size on `device_name` ('cpu' or 'cuda'). Every argument is checked
+    before anything slow happens (a calibration takes tens of seconds and writes into the user's cache)."""
+    _check_request(req, precision_name)
     _checked(device_name, repeats, budget_s, kind_steps)
     choice = choose_profile(device_name, hw, calibrate)
     live = run_live(req, device_name, batches, precision_name, train, optimizer, budget_s, repeats, kind_steps,
