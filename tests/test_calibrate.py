@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -76,12 +75,8 @@ def _cli(*args: str, env_home: Path) -> subprocess.CompletedProcess:
                           cwd=ROOT, timeout=120)
 
 
-def test_quick_calibration_end_to_end(tmp_path):
-    pytest.importorskip("torch")
-    out = tmp_path / "cal.yaml"
-    done = _cli("calibrate", "--device", "cpu", "--quick", "--json", "--out", str(out), env_home=tmp_path)
-    assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
+def test_quick_calibration_end_to_end(quick_calibration, tmp_path):
+    out, doc = quick_calibration.path, quick_calibration.document
     assert Path(doc["profile_path"]) == out.resolve()
     m = doc["measured"]
     assert {"fp32", "fp64", "bf16"} <= set(m["peak_flops"])

@@ -11,11 +11,10 @@ and the nearest power of two so a user sees whether powers of two matter for thi
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
+from roofline.advise.advice import Advice
+from roofline.advise.reasons import explain_advice
 from roofline.errors import DoesNotFit
-from roofline.hardware.derived import peak_flops
 from roofline.hardware.schema import Profile
 from roofline.model.memory import max_batch_that_fits
 from roofline.model.step import StepOptions, StepPrediction, predict_step, step_memory
@@ -29,25 +28,6 @@ TRAIN_PRECISIONS = ("fp32", "tf32", "amp", "bf16")
 INFER_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 
 BuildWorkload = Callable[[int], Workload]
-
-
-@dataclass
-class Advice:
-    model: str
-    device: str
-    train: bool
-    recommended_batch: int
-    recommended_precision: str
-    max_batch_size: int
-    max_batch_by_precision: dict[str, int]
-    sweep: list[StepPrediction]
-    neighbours: list[StepPrediction]
-    reasons: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def recommended(self) -> StepPrediction:
-        return next(p for p in self.sweep + self.neighbours
-                    if p.batch_size == self.recommended_batch and p.precision == self.recommended_precision)
 
 
 def candidate_precisions(profile: Profile, train: bool, requested: str) -> list[Precision]:
@@ -141,17 +121,6 @@ def advise(name: str, build: BuildWorkload, profile: Profile, train: bool, preci
     neighbours.append(predict(recommended, prec))
     advice = Advice(name, profile.name, train, recommended, prec.name, max_b, max_by_precision, sweep,
                     sorted(neighbours, key=lambda p: p.batch_size))
-    from roofline.advise.reasons import explain_advice
-
     advice.reasons = explain_advice(advice, profile, predict)
     return advice
 
-
-def model_intensity(p: StepPrediction) -> float:
-    """FLOPs per DRAM byte of the whole step (the model's position on the roofline)."""
-    return p.flops / p.bytes if p.bytes else 0.0
-
-
-def ridge_point(profile: Profile, dtype: str) -> float:
-    peaks = peak_flops(profile)
-    return peaks.get(dtype, peaks["fp32"]) / profile.memory.bandwidth_bytes_per_s.value
