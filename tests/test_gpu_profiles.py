@@ -73,7 +73,8 @@ ALIASES = [
     ("rtx3090", "rtx-3090"), ("3090", "rtx-3090"), ("rtx4090", "rtx-4090"), ("4090", "rtx-4090"),
     ("titanx", "gtx-titan-x-maxwell"), ("titan-x-maxwell", "gtx-titan-x-maxwell"),
     ("a100-40gb", "a100-sxm4-40gb"), ("h100-pcie", "h100-pcie-80gb"), ("v100-32gb", "v100-sxm2-32gb"),
-    ("v100-pcie", "v100-pcie-16gb"), ("a100-pcie", "a100-pcie-40gb"), ("a6000", "rtx-a6000"), ("RTX4090", "rtx-4090"), ("H100", "h100-sxm5-80gb"),
+    ("v100-pcie", "v100-pcie-16gb"),
+    ("a100-pcie", "a100-pcie-40gb"), ("a6000", "rtx-a6000"), ("RTX4090", "rtx-4090"), ("H100", "h100-sxm5-80gb"),
 ]
 
 
