@@ -124,7 +124,8 @@ def load_dataset(path: Path) -> dict[str, Any]:
 
 def comparer_for(kind: str) -> ModuleType:
     """The comparer module of `kind` (benchmarks/published_kinds/<kind>.py); it defines RESULT_STEM, TITLE,
-    GROUP_KEYS, TARGET_GROUPS, compare(dataset) -> list[Comparison] and legend(dataset) -> list[str]."""
+    GROUP_KEYS, TARGET_GROUPS, EXTRA_COLUMNS, compare(dataset) -> list[Comparison], legend(dataset) -> list[str],
+    and optionally extra_sections(dataset, comparisons) -> list[str] (markdown appended to the report)."""
     name = kind.replace("-", "_")
     if not name.isidentifier():
         raise DatasetError(f"kind '{kind}' cannot name a comparer module")
@@ -200,6 +201,8 @@ def run(path: Path, out_dir: Path = RESULTS_DIR) -> dict[str, Any]:
     (out_dir / f"{comparer.RESULT_STEM}.json").write_text(json.dumps(doc, indent=2) + "\n")
     markdown = render_markdown(doc, comparer.legend(data), comparisons, comparer.GROUP_KEYS,
                                comparer.EXTRA_COLUMNS)
+    if hasattr(comparer, "extra_sections"):
+        markdown += "\n".join(comparer.extra_sections(data, comparisons)) + "\n"
     (out_dir / f"{comparer.RESULT_STEM}.md").write_text(markdown)
     return doc
 

@@ -129,6 +129,32 @@ EXTRA_COLUMNS = [
 ]
 
 
+PRECISION_CLASS = {"fp32": "fp32/tf32", "tf32": "fp32/tf32", "amp": "amp/fp16", "fp16": "amp/fp16", "bf16": "bf16"}
+"""Labels sources use for the same arithmetic: PyTorch runs fp32 convolutions on TF32 tensor cores on Ampere and
+later by default, and "fp16" training in these sources keeps fp32 master weights, as AMP does."""
+
+
+def extra_sections(dataset: dict[str, Any], comparisons: list[Comparison]) -> list[str]:
+    """Where the record disagrees with itself: the same model, GPU, mode and precision class measured by more
+    than one source, side by side, with the spread of their published throughput."""
+    by_key: dict[tuple[str, ...], list[Comparison]] = {}
+    for c in comparisons:
+        g = c.groups
+        by_key.setdefault((g["model"], g["gpu"], g["mode"], PRECISION_CLASS[g["precision"]]), []).append(c)
+    lines = ["", "## Where the record disagrees with itself", "",
+             "Same model, GPU, mode and precision class from more than one source (batch and layout may differ; "
+             "the settings say how).", "",
+             "| model | gpu | mode | precision | source: settings, published /s | spread (max / min) |",
+             "|---|---|---|---|---|---:|"]
+    for key, rows in sorted(by_key.items()):
+        if len({c.source_id for c in rows}) < 2:
+            continue
+        rates = [c.extra["published_samples_per_s"] for c in rows]
+        cells = "; ".join(f"{c.source_id}: {c.settings}, {c.extra['published_samples_per_s']:.0f}" for c in rows)
+        lines.append(f"| {' | '.join(key)} | {cells} | {max(rates) / min(rates):.2f}x |")
+    return lines
+
+
 def legend(dataset: dict[str, Any]) -> list[str]:
     blocks = source_blocks(dataset)
     held = [b for b in blocks if b.holdout]
