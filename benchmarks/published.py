@@ -8,8 +8,8 @@ splits the rows into the fitted part and the held-out part (whole source blocks 
 before any error was computed), summarises each part overall and per group (median and worst |error| and
 the signed median), checks the targets below, and writes the report.
 
-Error convention: error = predicted / published - 1 of the comparer's time metric (the time of one step for
-`gpu-steps`), so a negative error means predicted too fast. Thresholds live here, never in CI.
+Error convention: error = predicted / published - 1 of the comparer's METRIC, a time in seconds (the time of
+one step for `gpu-steps`), so a negative error means predicted too fast. Thresholds live here, never in CI.
 
 Run: python benchmarks/published.py [DATASET.yaml ...]
   -> benchmarks/results/<comparer's stem>.md and .json for each dataset (default: every benchmarks/published/*.yaml)
@@ -37,6 +37,7 @@ import yaml
 from benchmarks.published_kinds.record import Comparison, DatasetError
 from roofline.errors import RooflineError
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
 DATASET_DIR = Path(__file__).parent / "published"
 RESULTS_DIR = Path(__file__).parent / "results"
 
@@ -123,9 +124,10 @@ def load_dataset(path: Path) -> dict[str, Any]:
 
 
 def comparer_for(kind: str) -> ModuleType:
-    """The comparer module of `kind` (benchmarks/published_kinds/<kind>.py); it defines RESULT_STEM, TITLE,
-    GROUP_KEYS, TARGET_GROUPS, EXTRA_COLUMNS, compare(dataset) -> list[Comparison], legend(dataset) -> list[str],
-    and optionally extra_sections(dataset, comparisons) -> list[str] (markdown appended to the report)."""
+    """The comparer module of `kind` (benchmarks/published_kinds/<kind>.py). It defines RESULT_STEM, TITLE,
+    METRIC (the time compared, in words), GROUP_KEYS, TARGET_GROUPS, EXTRA_COLUMNS,
+    compare(dataset) -> list[Comparison] and legend(dataset) -> list[str], and optionally
+    extra_sections(dataset, comparisons) -> list[str] (markdown appended to the report)."""
     name = kind.replace("-", "_")
     if not name.isidentifier():
         raise DatasetError(f"kind '{kind}' cannot name a comparer module")
@@ -159,12 +161,12 @@ def report_document(kind: str, title: str, comparisons: list[Comparison], group_
     }
 
 
-def render_markdown(doc: dict[str, Any], legend: list[str], comparisons: list[Comparison],
+def render_markdown(doc: dict[str, Any], legend: list[str], comparisons: list[Comparison], metric: str,
                     group_keys: Iterable[str], extra_columns: list[tuple[str, Callable[[Comparison], str]]]) -> str:
     parts = split(comparisons)
     head = "| part | rows | median abs | worst abs (row) | signed median | too fast |"
     lines = [f"# {doc['title']}", "", *legend, "",
-             "Error = predicted / published - 1 of the time per step (negative: predicted too fast).", "",
+             f"Error = predicted / published - 1 of the {metric} (negative: predicted too fast).", "",
              "## Summary", "", head, "|---|---:|---:|---|---:|---:|"]
     for part in PARTS:
         if s := summarize(parts[part]):
@@ -196,10 +198,12 @@ def run(path: Path, out_dir: Path = RESULTS_DIR) -> dict[str, Any]:
     comparer = comparer_for(data["kind"])
     comparisons = comparer.compare(data)
     doc = report_document(data["kind"], comparer.TITLE, comparisons, comparer.GROUP_KEYS, comparer.TARGET_GROUPS)
-    doc["dataset"] = str(path.relative_to(path.parents[2]) if len(path.parents) > 2 else path)
+    doc["metric"] = comparer.METRIC
+    resolved = path.resolve()
+    doc["dataset"] = str(resolved.relative_to(REPO_ROOT) if resolved.is_relative_to(REPO_ROOT) else resolved)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{comparer.RESULT_STEM}.json").write_text(json.dumps(doc, indent=2) + "\n")
-    markdown = render_markdown(doc, comparer.legend(data), comparisons, comparer.GROUP_KEYS,
+    markdown = render_markdown(doc, comparer.legend(data), comparisons, comparer.METRIC, comparer.GROUP_KEYS,
                                comparer.EXTRA_COLUMNS)
     if hasattr(comparer, "extra_sections"):
         markdown += "\n".join(comparer.extra_sections(data, comparisons)) + "\n"

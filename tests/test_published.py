@@ -38,7 +38,7 @@ def test_two_real_rows_give_a_complete_json_document(tmp_path):
     written = json.loads((tmp_path / f"{gpu_steps.RESULT_STEM}.json").read_text())
     assert written == json.loads(json.dumps(doc))
     assert (tmp_path / f"{gpu_steps.RESULT_STEM}.md").read_text().startswith("# ")
-    assert {"kind", "title", "rows", "summary", "groups", "targets", "dataset"} <= set(doc)
+    assert {"kind", "title", "metric", "rows", "summary", "groups", "targets", "dataset"} <= set(doc)
     assert len(doc["rows"]) == 2
     for row in doc["rows"]:
         for key in ("published", "predicted", "error"):

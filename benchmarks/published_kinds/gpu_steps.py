@@ -25,6 +25,7 @@ from roofline.workload.zoo import build_workload, get_model
 
 RESULT_STEM = "published-gpu"
 TITLE = "Single-GPU steps: predicted vs published"
+METRIC = "time per step"
 GROUP_KEYS = ("model", "gpu", "mode", "precision", "source", "family", "generation")
 TARGET_GROUPS = ("family", "generation")
 SYNC_POINTS_PER_STEP = 1
