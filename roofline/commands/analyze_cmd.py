@@ -35,9 +35,7 @@ def _ridge(args: argparse.Namespace, precision: Any) -> tuple[str, float] | None
     from roofline.model.ceilings import ceilings_for
 
     profile = selected_profile(args)
-    c = ceilings_for(profile, precision)
-    peak = c.matrix_flops_per_s or c.vector_flops_per_s
-    return profile.name, peak / c.dram.bandwidth_bytes_per_s
+    return profile.name, ceilings_for(profile, precision).ridge_point
 
 
 def run(args: argparse.Namespace) -> int:

@@ -39,7 +39,8 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from roofline.validate.run import validate, validation_dict
+    from roofline.validate.document import validation_dict
+    from roofline.validate.run import validate
 
     batches = parse_batches(args.batch)
     err = Console(stderr=True)
