@@ -38,8 +38,8 @@ from benchmarks.published_kinds.record import Comparison, DatasetError
 from roofline.errors import RooflineError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-DATASET_DIR = Path(__file__).parent / "published"
-RESULTS_DIR = Path(__file__).parent / "results"
+DATASET_DIR = REPO_ROOT / "benchmarks" / "published"
+RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
 
 MEDIAN_TARGET = 0.12
 WORST_TARGET = 0.35
@@ -95,21 +95,21 @@ def check_targets(parts: dict[str, list[Comparison]], target_groups: Iterable[st
     if whole is None:
         return []
     checks = [
-        {"target": f"median abs error <= {MEDIAN_TARGET:.0%}", "value": whole.median_abs,
+        {"target": f"median abs error <= {MEDIAN_TARGET:.0%}", "unit": "abs error", "value": whole.median_abs,
          "met": whole.median_abs <= MEDIAN_TARGET},
-        {"target": f"worst abs error <= {WORST_TARGET:.0%}", "value": whole.worst_abs,
+        {"target": f"worst abs error <= {WORST_TARGET:.0%}", "unit": "abs error", "value": whole.worst_abs,
          "met": whole.worst_abs <= WORST_TARGET},
-        {"target": f"signed median within +-{SIGNED_MEDIAN_TARGET:.0%}", "value": whole.signed_median,
-         "met": abs(whole.signed_median) <= SIGNED_MEDIAN_TARGET},
+        {"target": f"signed median within +-{SIGNED_MEDIAN_TARGET:.0%}", "unit": "signed error",
+         "value": whole.signed_median, "met": abs(whole.signed_median) <= SIGNED_MEDIAN_TARGET},
     ]
     if fitted and held:
         ratio = held.median_abs / fitted.median_abs if fitted.median_abs else math.inf
-        checks.append({"target": f"held-out median <= {HELD_OUT_RATIO_TARGET}x fitted median", "value": ratio,
-                       "met": ratio <= HELD_OUT_RATIO_TARGET})
+        checks.append({"target": f"held-out median <= {HELD_OUT_RATIO_TARGET}x fitted median", "unit": "ratio",
+                       "value": ratio, "met": ratio <= HELD_OUT_RATIO_TARGET})
     for key in target_groups:
         for value, s in group_summaries(parts["all"], key).items():
             checks.append({"target": f"{key} {value}: median abs error <= {GROUP_MEDIAN_TARGET:.0%}",
-                           "value": s.median_abs, "met": s.median_abs <= GROUP_MEDIAN_TARGET})
+                           "unit": "abs error", "value": s.median_abs, "met": s.median_abs <= GROUP_MEDIAN_TARGET})
     return checks
 
 
@@ -173,8 +173,8 @@ def render_markdown(doc: dict[str, Any], legend: list[str], comparisons: list[Co
             lines.append(f"| {part.replace('_', '-')} | {_summary_cells(s)} |")
     lines += ["", "## Targets (issue 17)", "", "| target | value | met |", "|---|---:|---|"]
     for t in doc["targets"]:
-        value = (f"{t['value']:.2f}x" if "x fitted" in t["target"]
-                 else _pct(t["value"]) if "signed" in t["target"] else f"{100 * t['value']:.1f}%")
+        value = {"ratio": f"{t['value']:.2f}x", "signed error": _pct(t["value"])}.get(t["unit"],
+                                                                                     f"{100 * t['value']:.1f}%")
         lines.append(f"| {t['target']} | {value} | {'yes' if t['met'] else 'NO'} |")
     for key in group_keys:
         lines += ["", f"## By {key}", "", f"| {key} | part | rows | median abs | worst abs (row) | signed median | "

@@ -123,5 +123,5 @@ def test_summary_statistics_on_hand_made_errors():
     parts = published.split(rows)
     assert [len(parts[p]) for p in published.PARTS] == [3, 1, 4]
     # held-out median 0.50 against fitted median 0.10: 5x, over the 1.3x target
-    ratio = next(t for t in published.check_targets(parts, []) if "fitted" in t["target"])
+    ratio = next(t for t in published.check_targets(parts, []) if t["unit"] == "ratio")
     assert ratio["value"] == pytest.approx(5.0) and not ratio["met"]

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from benchmarks.published_kinds.record import Comparison, DatasetError, source_blocks
+from benchmarks.published_kinds.record import Comparison, DatasetError, SourceBlock, source_blocks
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
 from roofline.model.step import StepOptions, predict_step
@@ -90,7 +90,7 @@ def _predict(row: GpuStepRow) -> tuple[float, Any, str, str]:
     return step_s, pred, spec.family, profile.architecture.split()[0]
 
 
-def rows(dataset: dict[str, Any]) -> list[tuple[Any, GpuStepRow]]:
+def rows(dataset: dict[str, Any]) -> list[tuple[SourceBlock, GpuStepRow]]:
     """(source block, row) for every row, validated."""
     out = []
     for block in source_blocks(dataset):
