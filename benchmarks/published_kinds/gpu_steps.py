@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from benchmarks.published_kinds.record import Comparison, DatasetError, SourceBlock, source_blocks
+from benchmarks.published_kinds.record import Comparison, DatasetError, SourceBlock, first_error, source_blocks
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
 from roofline.model.step import StepOptions, predict_step
@@ -98,9 +98,7 @@ def rows(dataset: dict[str, Any]) -> list[tuple[SourceBlock, GpuStepRow]]:
             try:
                 out.append((block, GpuStepRow.model_validate(raw)))
             except ValidationError as exc:
-                first = exc.errors()[0]
-                where = ".".join(map(str, first["loc"])) or "row"
-                raise DatasetError(f"{block.id} row {raw.get('id', '?')}: {where}: {first['msg']}") from None
+                raise DatasetError(f"{block.id} row {raw.get('id', '?')}: {first_error(exc)}") from None
     return out
 
 

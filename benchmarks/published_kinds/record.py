@@ -55,6 +55,14 @@ class SourceBlock(BaseModel):
         return [{**self.defaults, **row} for row in self.rows]
 
 
+def first_error(exc: ValidationError) -> str:
+    """pydantic's first complaint as 'field: message' (or the message alone for a whole-object rule)."""
+    first = exc.errors()[0]
+    message = first["msg"].removeprefix("Value error, ")
+    where = ".".join(map(str, first["loc"]))
+    return f"{where}: {message}" if where else message
+
+
 def source_blocks(dataset: dict[str, Any]) -> list[SourceBlock]:
     """The dataset's blocks, each validated; ids unique across blocks and rows."""
     blocks = []
@@ -63,8 +71,7 @@ def source_blocks(dataset: dict[str, Any]) -> list[SourceBlock]:
             blocks.append(SourceBlock.model_validate(raw))
         except ValidationError as exc:
             where = raw.get("id", f"#{i}") if isinstance(raw, dict) else f"#{i}"
-            first = exc.errors()[0]
-            raise DatasetError(f"source {where}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+            raise DatasetError(f"source {where}: {first_error(exc)}") from None
     if not blocks:
         raise DatasetError("the dataset has no `sources:` blocks")
     ids = [b.id for b in blocks] + [str(r.get("id")) for b in blocks for r in b.rows]
