@@ -29,7 +29,8 @@ device work on a GPU and adds to it on a CPU). Each mechanism is named where it 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from roofline.model.ceilings import Ceilings, Level, skinny_rate
 from roofline.workload.ops.base import GemmView, Op
@@ -44,6 +45,23 @@ so this floor is what stops split-K from cutting a shallow product into slices t
 QUANTIZATION_NOTE_RATIO = 1.25
 """A GEMM gets a note on its tile and wave quantization when that costs more than this times its ideal time
 (display only: it changes no time)."""
+
+
+NoteKind = Literal["alignment", "quantization", "fallback convolution", "measured rate", "measured convolution",
+                   "depthwise", "layout transpose", "kernel rate", "layout conversion", "first touch"]
+
+
+class Note(str):
+    """One reason an op costs what it does: the sentence with its numbers (a str, so views and JSON print it as
+    it is), tagged with the mechanism that wrote it (`kind`). Code that picks notes (the advisor's reasons)
+    selects them by kind, never by their wording."""
+
+    kind: NoteKind
+
+    def __new__(cls, kind: NoteKind, text: str) -> Note:
+        note = super().__new__(cls, text)
+        note.kind = kind
+        return note
 
 
 @dataclass(frozen=True)
@@ -65,7 +83,7 @@ class OpCost:
     """'compute', 'memory:<level>' or 'overhead'."""
     path: str
     """Which units ran it: 'tensor cores fp16', 'CUDA cores fp32', 'SIMD fp32', 'none'."""
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     launches: int = 0
     queued: bool = False
     """True on a GPU: the host queues kernels and runs ahead, so host and device time overlap."""
@@ -93,7 +111,6 @@ class CostContext:
     LRU cache cycled through more than it holds keeps none of it."""
     channels_last: bool = False
     """Activations stored NHWC (`model.to(memory_format=torch.channels_last)`), as tensor-core kernels want."""
-    notes: list[str] = field(default_factory=list)
 
 
 def _aligned_fraction(dims: list[int], align: int) -> float:
@@ -112,10 +129,10 @@ def _alignment_dims(op: Op, view: GemmView) -> list[int]:
     return [view.n, view.k]
 
 
-def gemm_rate(op: Op, view: GemmView, ctx: CostContext) -> tuple[float, str, list[str]]:
+def gemm_rate(op: Op, view: GemmView, ctx: CostContext) -> tuple[float, str, list[Note]]:
     """Peak FLOP/s available to this GEMM view: tensor path scaled by alignment, else vector path."""
     c = ctx.ceilings
-    notes: list[str] = []
+    notes: list[Note] = []
     if c.matrix_flops_per_s is None:
         return c.vector_flops_per_s, f"{'CUDA cores' if c.is_gpu else 'SIMD'} {c.compute_dtype}", notes
     rate = c.matrix_flops_per_s
@@ -127,11 +144,12 @@ def gemm_rate(op: Op, view: GemmView, ctx: CostContext) -> tuple[float, str, lis
             scaled = rate * fraction
             element_bytes = LOAD_ALIGNMENT_BYTES // c.alignment_elements
             if scaled < c.vector_flops_per_s:
-                notes.append(f"dims {dims} not multiples of {c.alignment_elements}: tensor cores unusable, "
-                             f"{c.vector_flops_per_s / 1e12:.1f} TFLOP/s CUDA-core path")
+                notes.append(Note("alignment", f"dims {dims} not multiples of {c.alignment_elements}: tensor cores "
+                                  f"unusable, {c.vector_flops_per_s / 1e12:.1f} TFLOP/s CUDA-core path"))
                 return c.vector_flops_per_s, f"CUDA cores {c.compute_dtype}", notes
-            notes.append(f"dims {dims} not multiples of {c.alignment_elements} ({c.alignment_elements * element_bytes}"
-                         f" B): loads {int(fraction * LOAD_ALIGNMENT_BYTES)} B wide, tensor rate x{fraction:g}")
+            notes.append(Note("alignment", f"dims {dims} not multiples of {c.alignment_elements} "
+                              f"({c.alignment_elements * element_bytes} B): loads "
+                              f"{int(fraction * LOAD_ALIGNMENT_BYTES)} B wide, tensor rate x{fraction:g}"))
             rate = scaled
     return rate, path, notes
 
@@ -298,7 +316,7 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     launches = op.launches(pass_)
     if op.is_free or (flops == 0 and act_bytes + w_bytes == 0):
         return OpCost(op.name, op.kind, pass_, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "free", "none", (), 0, c.is_gpu)
-    notes: list[str] = []
+    notes: list[Note] = []
     by_kind = c.dispatch_s_by_kind
     call_s = by_kind.get(op.kernel, by_kind.get(op.kind, c.dispatch_s))
     views = op.gemm_views(pass_)
@@ -309,7 +327,8 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     onednn = cpu_conv and cpu_conv_backend(op, c.threads) == "mkldnn"
     slow2d = cpu_conv and not onednn
     if slow2d:
-        notes.append("PyTorch's batch-1 fallback convolution: im2col and one BLAS product, no oneDNN call")
+        notes.append(Note("fallback convolution",
+                          "PyTorch's batch-1 fallback convolution: im2col and one BLAS product, no oneDNN call"))
     if views and not depthwise:
         path = ""
         for view in views:
@@ -319,7 +338,7 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
             skinny = skinny_gemm_rate(view, c) if kind is None and not why else None
             if skinny:
                 # the surface was timed per torch call, dispatch included, which host_s charges already
-                notes.append(skinny[1])
+                notes.append(Note("measured rate", skinny[1]))
                 compute_s += max(view.flops / skinny[0] - c.dispatch_s, view.flops / rate)
             elif c.gemm_fit and not why:
                 fit, reuse = c.gemm_fit, view.equivalent_n
@@ -328,8 +347,8 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
                 if key:
                     share = op.weight_share()  # type: ignore[attr-defined]
                     efficiency = c.conv_efficiency_at(key, share)
-                    notes.append(f"measured {key} convolution: {efficiency:.0%} of a GEMM of equal reuse "
-                                 f"(n = {reuse:.0f}; weight share {share:.2f})")
+                    notes.append(Note("measured convolution", f"measured {key} convolution: {efficiency:.0%} of a "
+                                      f"GEMM of equal reuse (n = {reuse:.0f}; weight share {share:.2f})"))
                 # fixed costs per call include the dispatch that host_s charges already
                 fixed = _conv_fixed_s(kind, pass_, call_s, ctx, slow2d) if kind else max(0.0, fit.t0_s - c.dispatch_s)
                 t = fixed + view.flops / (fit.rate(reuse) * efficiency)
@@ -340,8 +359,9 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
                 l2_bytes += panel
                 useful = view.flops / rate
                 if t > QUANTIZATION_NOTE_RATIO * useful:
-                    notes.append(f"tile {tile[0]}x{tile[1]}{f' split-K {split}' if split > 1 else ''}: "
-                                 f"quantization costs {t / useful:.2f}x the ideal time")
+                    notes.append(Note("quantization", f"tile {tile[0]}x{tile[1]}"
+                                      f"{f' split-K {split}' if split > 1 else ''}: "
+                                      f"quantization costs {t / useful:.2f}x the ideal time"))
     else:
         rate = c.vector_flops_per_s
         key = _efficiency_key(c, _depthwise_kind(c, ctx, pass_), pass_) if depthwise else None
@@ -350,15 +370,15 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
             efficiency = c.conv_efficiency_at(key, op.weight_share())  # type: ignore[attr-defined]
             rate *= efficiency
             fixed = _conv_fixed_s("depthwise", pass_, call_s, ctx, slow2d)
-            notes.append(f"measured {key} efficiency {efficiency:.0%}")
+            notes.append(Note("measured convolution", f"measured {key} efficiency {efficiency:.0%}"))
         elif depthwise:
-            notes.append("depthwise: no channel reduction, direct stencil on vector units")
+            notes.append(Note("depthwise", "depthwise: no channel reduction, direct stencil on vector units"))
         path = f"{'CUDA cores' if c.is_gpu else 'SIMD'} {c.compute_dtype}"
         compute_s = fixed + (flops / rate if rate else 0.0)
     if op.kind == "conv2d" and c.is_gpu and path.startswith("tensor") and not depthwise and not ctx.channels_last:
         transposed = 2 * act_bytes
-        notes.append(f"NCHW tensors: cuDNN transposes {transposed / 1e6:.3g} MB to NHWC and back for tensor cores "
-                     "(use channels_last)")
+        notes.append(Note("layout transpose", f"NCHW tensors: cuDNN transposes {transposed / 1e6:.3g} MB to NHWC "
+                          "and back for tensor cores (use channels_last)"))
         act_bytes += transposed
     act_level = _level_for(c.levels, act_bytes + w_bytes, c.is_gpu)
     weight_level = _level_for(c.levels, max(ctx.weight_reuse_bytes, w_bytes), c.is_gpu)
@@ -368,8 +388,8 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     if kernel_rate and (act_bytes + w_bytes) / kernel_rate > memory_s:
         memory_s = (act_bytes + w_bytes) / kernel_rate
         level_name = "kernel"
-        notes.append(f"measured {op.kernel_key(pass_)} kernel streams {kernel_rate / 1e9:.3g} GB/s, below its "
-                     "memory level")
+        notes.append(Note("kernel rate", f"measured {op.kernel_key(pass_)} kernel streams "
+                          f"{kernel_rate / 1e9:.3g} GB/s, below its memory level"))
     l2 = next((lv for lv in c.levels if lv.name == "L2"), None)
     if l2 is not None and l2_bytes / l2.bandwidth_bytes_per_s > memory_s:
         memory_s = l2_bytes / l2.bandwidth_bytes_per_s
@@ -378,8 +398,8 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     launch_s = c.launch_s * launches if c.is_gpu else 0.0
     layout_s = layout_conversion_s(op, pass_, act_bytes, ctx, onednn)
     if layout_s:
-        notes.append(f"NCHW activations: {act_bytes / 1e6:.3g} MB converted to the blocked layout and back "
-                     f"({layout_s * 1e3:.3g} ms; use channels_last)")
+        notes.append(Note("layout conversion", f"NCHW activations: {act_bytes / 1e6:.3g} MB converted to the "
+                          f"blocked layout and back ({layout_s * 1e3:.3g} ms; use channels_last)"))
     work_s = max(compute_s, memory_s) + layout_s
     device_s = max(work_s, launch_s)
     if max(host_s, launch_s) > work_s:
@@ -403,7 +423,7 @@ def with_first_touch(cost: OpCost, fresh_bytes: float, bytes_per_s: float) -> Op
         return cost
     fault_s = fresh_bytes / bytes_per_s
     bound = "memory:fresh pages" if fault_s > max(cost.device_s, cost.host_s) else cost.bound
-    note = (f"{fresh_bytes / 2**20:.3g} MiB first-touched in fresh pages at {bytes_per_s / 1e9:.2g} GB/s "
-            f"({fault_s * 1e3:.3g} ms)")
+    note = Note("first touch", f"{fresh_bytes / 2**20:.3g} MiB first-touched in fresh pages at "
+                f"{bytes_per_s / 1e9:.2g} GB/s ({fault_s * 1e3:.3g} ms)")
     return replace(cost, device_s=cost.device_s + fault_s, fresh_bytes=fresh_bytes, bound=bound,
                    notes=(*cost.notes, note))
