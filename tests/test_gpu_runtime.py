@@ -80,3 +80,17 @@ def test_pageable_copy_is_not_overlapped():
     pred = predict_step(build_workload("resnet50", 64), gpu, get_precision("fp16"), StepOptions())
     assert pred.transfer_s > 0
     assert pred.step_time_s == pytest.approx(max(pred.host_s, pred.device_s) + pred.transfer_s)
+
+
+def test_a_training_step_costs_the_host_more_per_call():
+    # the same forward op, priced in an inference step and in a training step: the host's call cost differs by
+    # the measured training factor (autograd's recording and backward engine), its device time not at all
+    gpu = find_profile("v100", kind="gpu")
+    factor = load_runtime(EAGER_CUDA).training_host_factor.value
+    wl = build_workload("resnet18", 8)
+    infer = predict_step(wl, gpu, get_precision("fp16"), StepOptions(include_transfer=False))
+    train = predict_step(wl, gpu, get_precision("fp16"), StepOptions(train=True, include_transfer=False))
+    first_infer = next(o for o in infer.ops if o.pass_ == "forward" and o.launches)
+    first_train = next(o for o in train.ops if o.pass_ == "forward" and o.name == first_infer.name)
+    assert first_train.host_s == pytest.approx(first_infer.host_s * factor)
+    assert first_train.device_s == pytest.approx(first_infer.device_s)

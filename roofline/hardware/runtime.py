@@ -71,6 +71,12 @@ class TrainingLoopHost(_Strict):
     zero_grad: LoopCost
 
 
+class Factor(_Strict):
+    value: float = Field(gt=0, allow_inf_nan=False)
+    source: str = Field(min_length=1)
+    note: str = ""
+
+
 class RuntimeProfile(_Strict):
     name: str
     kind: Literal["runtime"]
@@ -80,6 +86,9 @@ class RuntimeProfile(_Strict):
     kernel_rates: KernelRates
     gemm_sustained_share: GemmShares
     training_loop_host_s: TrainingLoopHost
+    training_host_factor: Factor
+    """How much more a layer call costs the host in a training step than in inference (autograd's recording
+    and backward engine), measured."""
 
 
 @cache

@@ -208,6 +208,9 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     ctx = CostContext(c, precision.storage_bytes, weight_bytes, weight_reuse_bytes=reuse,
                       channels_last=opts.channels_last)
     costs = op_costs(ops, passes, ctx)
+    if opts.train and c.is_gpu and opts.runtime:
+        factor = load_runtime(opts.runtime).training_host_factor.value
+        costs = [replace(cost, host_s=cost.host_s * factor) for cost in costs]
     if c.page_fault_bytes_per_s:
         fresh = first_touch_bytes(executed(ops, passes), workload.flow(), opts.train, ctx)
         costs = [with_first_touch(cost, b, c.page_fault_bytes_per_s) for cost, b in zip(costs, fresh, strict=True)]
