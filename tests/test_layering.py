@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),
     ("api",),
     ("commands",),
-    ("cli",),
+    ("cli", "roofline"),  # "roofline": the package root, which re-exports the API lazily
     ("__main__",),
 )
 RANK = {stage: rank for rank, stages in enumerate(LAYERS) for stage in stages}

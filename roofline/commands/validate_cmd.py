@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from roofline.commands.common import add_json_flag, parse_batches, print_json
+from roofline.commands.common import add_json_flag, print_json
 from roofline.commands.model_args import add_model_args, model_request
 
 
@@ -39,19 +39,19 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from roofline.validate.run import validate, validation_dict
+    from roofline import api
 
-    batches = parse_batches(args.batch)
     err = Console(stderr=True)
 
     def progress(batch: int) -> None:
         if not args.json:
             err.print(f"[dim]running {args.model} at batch {batch} on {args.device}...[/]")
 
-    result = validate(model_request(args), args.device, batches, args.precision, args.train, args.optimizer,
-                      args.hw, args.budget, args.repeats, args.kind_steps, args.per_layer, progress,
-                      calibrate=not args.no_calibrate)
-    out = validation_dict(result, args.per_layer)
+    result = api.validate(model_request(args), device=args.device, batch=args.batch, precision=args.precision,
+                          train=args.train, optimizer=args.optimizer, hw=args.hw, budget_s=args.budget,
+                          repeats=args.repeats, kind_steps=args.kind_steps, per_layer=args.per_layer,
+                          calibrate=not args.no_calibrate, on_batch=progress)
+    out = result.to_dict()
     if args.json:
         print_json(out)
         return 0
