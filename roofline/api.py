@@ -312,11 +312,13 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
             train: bool = False, optimizer: str = "sgd", pinned: bool = False, sync: int = 0,
             channels_last: bool = False, reserve_bytes: float | None = None, allow_oversize: bool = False,
             input_shape: Sequence[int] | None = None, input_size: int | None = None, seq_len: int | None = None,
-            num_classes: int | None = None) -> PredictResult:
-    """The predicted step (or one op, `op="gemm(m=..,n=..,k=..)"`) at each batch size (`roofline predict`)."""
+            num_classes: int | None = None, html: str | Path | None = None, force: bool = False) -> PredictResult:
+    """The predicted step (or one op, `op="gemm(m=..,n=..,k=..)"`) at each batch size (`roofline predict`).
+    `html` also writes the HTML report of the first batch (an existing file only with force=True)."""
     from roofline.model.step import predict_step
     from roofline.workload.precision import get_precision
 
+    target = _html_target(html, force)
     profile = select_profile(hw, gpu, cpu)
     prec = get_precision(precision)
     req = model_request(model, op=op, input_shape=input_shape, input_size=input_size, seq_len=seq_len,
@@ -337,7 +339,10 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
     out = _prediction_dict(preds[0])
     out["batches"] = [{"batch_size": p.batch_size, "step_time_s": p.step_time_s, "samples_per_s": p.samples_per_s,
                        "memory_bytes": p.memory.total} for p in preds]
-    return PredictResult(**out)
+    result = PredictResult(**out)
+    if target is not None:
+        result.html = _write_report(target, profile, hw or gpu or cpu or "", result, None)
+    return result
 
 
 def _advice_dict(advice: Any) -> dict[str, Any]:
@@ -362,11 +367,14 @@ def advise(model: ModelLike = None, *, hw: str | None = None, gpu: str | None = 
            train: bool = False, precision: str = "auto", optimizer: str = "sgd", pinned: bool = False,
            sync: int = 0, channels_last: bool = False, reserve_bytes: float | None = None,
            plot: str | None = None, input_shape: Sequence[int] | None = None, input_size: int | None = None,
-           seq_len: int | None = None, num_classes: int | None = None) -> AdviseResult:
+           seq_len: int | None = None, num_classes: int | None = None, html: str | Path | None = None,
+           force: bool = False) -> AdviseResult:
     """Batch size and precision for a model on a device, the sweep behind them and why (`roofline advise`).
-    `plot` (a directory, or a .png/.svg/.pdf path) also writes the matplotlib figures."""
+    `plot` (a directory, or a .png/.svg/.pdf path) also writes the matplotlib figures; `html` the HTML report
+    (`roofline report`), with the recommended step on the roofline (an existing file only with force=True)."""
     from roofline.advise.advisor import advise as run_advisor
 
+    target = _html_target(html, force)
     profile = select_profile(hw, gpu, cpu)
     req = model_request(model, input_shape=input_shape, input_size=input_size, seq_len=seq_len,
                         num_classes=num_classes)
@@ -383,7 +391,32 @@ def advise(model: ModelLike = None, *, hw: str | None = None, gpu: str | None = 
         from roofline.report.plots import write_advice_plots
 
         out["plot"] = write_advice_plots(advice, profile, plot_target)
-    return AdviseResult(**out)
+    result = AdviseResult(**out)
+    if target is not None:
+        rec = result.recommended
+        step = predict(req, hw=hw, gpu=gpu, cpu=cpu, batch=rec.batch_size, precision=rec.precision, train=train,
+                       optimizer=optimizer, pinned=pinned, sync=sync, channels_last=channels_last,
+                       reserve_bytes=reserve_bytes, allow_oversize=True)
+        result.html = _write_report(target, profile, hw or gpu or cpu or "", step, result)
+    return result
+
+
+def _html_target(html: str | Path | None, force: bool) -> Path | None:
+    """Checked before any work: a refusal to overwrite costs nothing."""
+    from roofline.report.html import check_target
+
+    return None if html is None else check_target(html, force)
+
+
+def _write_report(target: Path, profile: Profile, name: str, step: PredictResult,
+                  advice: AdviseResult | None) -> str:
+    from roofline.report.html import render_report, write_atomically
+    from roofline.report.hw_view import profile_summary
+
+    page = render_report(profile_summary(profile, profile_name(name)), step.to_dict(),
+                         advice.to_dict() if advice is not None else None)
+    write_atomically(target, page)
+    return str(target.resolve())
 
 
 def analyze(model: ModelLike = None, *, op: str | None = None, batch: int = 1, precision: str = "fp32",

@@ -27,6 +27,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--reserve-bytes", type=float, metavar="BYTES", help="device memory unavailable to tensors")
     p.add_argument("--plot", metavar="DIR|FILE.png|FILE.svg",
                    help="write the roofline and batch-sweep plots (into DIR as a PNG, or to FILE)")
+    p.add_argument("--html", metavar="FILE.html", help="also write the HTML report (as `roofline report`)")
+    p.add_argument("--force", action="store_true", help="let --html overwrite an existing file")
     add_json_flag(p)
     p.set_defaults(handler=run)
 
@@ -36,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
 
     advice = api.advise(model_request(args), hw=args.hw, gpu=args.gpu, cpu=args.cpu, train=args.train,
                         precision=args.precision, optimizer=args.optimizer, pinned=args.pinned, sync=args.sync,
-                        channels_last=args.channels_last, reserve_bytes=args.reserve_bytes, plot=args.plot)
+                        channels_last=args.channels_last, reserve_bytes=args.reserve_bytes, plot=args.plot,
+                        html=args.html, force=args.force)
     if args.json:
         print_json(advice.to_dict())
         return 0

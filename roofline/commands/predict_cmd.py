@@ -18,6 +18,8 @@ def add_parser(subparsers: Any) -> None:
     add_step_args(p)
     p.add_argument("--allow-oversize", action="store_true",
                    help="predict time even when the batch does not fit the device memory")
+    p.add_argument("--html", metavar="FILE.html", help="also write the HTML report (as `roofline report`)")
+    p.add_argument("--force", action="store_true", help="let --html overwrite an existing file")
     add_json_flag(p)
     p.set_defaults(handler=run)
 
@@ -28,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     result = api.predict(model_request(args), hw=args.hw, gpu=args.gpu, cpu=args.cpu, batch=args.batch,
                          precision=args.precision, train=args.train, optimizer=args.optimizer, pinned=args.pinned,
                          sync=args.sync, channels_last=args.channels_last, reserve_bytes=args.reserve_bytes,
-                         allow_oversize=args.allow_oversize)
+                         allow_oversize=args.allow_oversize, html=args.html, force=args.force)
     if args.json:
         print_json(result.to_dict())
         return 0
