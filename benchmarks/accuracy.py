@@ -33,8 +33,12 @@ from typing import Any
 
 from roofline.hardware.load import load_profile
 from roofline.hardware.schema import Profile
+from roofline.measure.live_runs import LiveRuns, run_live
 from roofline.measure.timing import SPREAD_WARN_REL_IQR, quantile
-from roofline.validate.run import LiveRuns, ProfileChoice, compare, error_pct, run_live, validation_dict
+from roofline.validate.document import validation_dict
+from roofline.validate.profile_choice import ProfileChoice
+from roofline.validate.results import error_pct
+from roofline.validate.run import compare
 from roofline.workload.request import ModelRequest
 
 MEDIAN_TARGET_PCT = 15.0
@@ -290,7 +294,7 @@ def pooled(passes: list[dict[str, Any]]) -> dict[str, Any]:
 def calibrate(out: Path, quick: bool) -> str:
     """This machine calibrated now, in a child process (see the module doc), written to `out`; fp32 only, the
     grid's precision."""
-    from roofline.validate.run import calibrate_in_child
+    from roofline.validate.profile_choice import calibrate_in_child
 
     print(f"calibrating ({'quick' if quick else 'full'}) -> {out}", file=sys.stderr, flush=True)
     _, path, seconds = calibrate_in_child("cpu", quick=quick, out=str(out), dtypes="fp32")

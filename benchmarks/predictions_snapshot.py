@@ -1,4 +1,5 @@
-"""Dump what `predict`, `advise` and `analyze` answer (`--json`) over the zoo x devices x modes, to one file.
+"""Dump what `predict`, `advise`, `analyze`, `explain` and `hw show` answer (`--json`) over the zoo x devices
+x modes, to one file.
 
 A refactor that claims "behaviour unchanged" runs this before and after and compares the two files byte for
 byte (`cmp before.json after.json`). Every command runs in this process through `cli.main` (no subprocess per
@@ -51,10 +52,13 @@ def answer(argv: list[str]) -> dict:
 
 def configurations(quick: bool) -> list[list[str]]:
     """argv lists: analyze per model and batch; predict per model, device, mode, precision, batch; advise
-    per model, device and mode. `quick` keeps two models and two devices."""
+    per model, device and mode; explain and hw show per device. `quick` keeps two models and two devices."""
     models = MODELS[:1] + MODELS[-2:-1] if quick else MODELS
     devices = DEVICES[:1] + DEVICES[-1:] if quick else DEVICES
     runs = [["analyze", "--model", m, "--batch", b, "--json"] for m in models for b in BATCHES]
+    runs += [["analyze", "--model", m, *d, "--batch", "8", "--json"] for m in models for d in devices]
+    runs += [[command, *d, "--json"] for command in ("explain",) for d in devices]
+    runs += [["hw", "show", d[1], "--json"] for d in devices]
     for model in models:
         for device in devices:
             for mode in MODES:

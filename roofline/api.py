@@ -439,8 +439,7 @@ def analyze(model: ModelLike = None, *, op: str | None = None, batch: int = 1, p
     ridge = None
     if hw is not None or gpu is not None or cpu is not None:
         profile = select_profile(hw, gpu, cpu)
-        c = ceilings_for(profile, prec)
-        ridge = (profile.name, (c.matrix_flops_per_s or c.vector_flops_per_s) / c.dram.bandwidth_bytes_per_s)
+        ridge = (profile.name, ceilings_for(profile, prec).ridge_point)
     workload = build(batch)
     second = build(batch + 1) if ridge and not req.op else None
     out: dict[str, Any] = {
@@ -504,8 +503,8 @@ def validate(model: ModelLike = None, *, device: str = "cpu", batch: int | Seque
              num_classes: int | None = None) -> ValidateResult:
     """Run the model live with PyTorch and compare with the prediction (`roofline validate`). Live runs build
     the model with real weights, so `model` is a zoo name, a 'module:attr' reference or a config of one."""
+    from roofline.validate.document import validation_dict
     from roofline.validate.run import validate as run_validation
-    from roofline.validate.run import validation_dict
 
     req = model_request(model, input_shape=input_shape, input_size=input_size, seq_len=seq_len,
                         num_classes=num_classes)

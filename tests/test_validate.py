@@ -16,8 +16,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from cli import main  # noqa: E402
-from roofline.validate import run as validate_run  # noqa: E402
-from roofline.validate.run import error_pct, kind_rows  # noqa: E402
+from roofline.measure import live_runs  # noqa: E402
+from roofline.validate import profile_choice  # noqa: E402
+from roofline.validate.results import error_pct, kind_rows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,8 +46,8 @@ def test_step_timing_on_a_fake_clock():
     def step():
         now[0] += 3e-3
 
-    m = validate_run._measure_step(step, torch.device("cpu"), "fake", budget_s=1e-3, repeats=7,
-                                   clock=lambda: now[0])
+    m = live_runs._measure_step(step, torch.device("cpu"), "fake", budget_s=1e-3, repeats=7,
+                                clock=lambda: now[0])
     assert len(m.samples_s) >= 7
     assert m.min == pytest.approx(3e-3) and m.median == pytest.approx(3e-3)
     assert m.stop_reason == "spread"  # identical samples: zero spread ends the repeats, not the budget
@@ -118,7 +119,7 @@ def test_zoo_models_validate_with_a_quick_calibration(capsys, no_calibration, tm
         path.write_text(quick_calibration.path.read_text())
         return load_profile(path), str(path), 0.0
 
-    monkeypatch.setattr(validate_run, "calibrate_in_child", session_calibration)
+    monkeypatch.setattr(profile_choice, "calibrate_in_child", session_calibration)
     out = run_json(capsys, ["validate", *model, "--batch", "2", *QUICK, "--json"])
     assert asked == [("cpu", True, None)]
     assert out["profile"]["source"] == "calibrated" and out["profile"]["calibrated"] is True
@@ -177,7 +178,7 @@ def test_live_cuda_inference(capsys):
 
 def test_fresh_pages_count_what_a_step_maps_anew():
     pytest.importorskip("resource")
-    from roofline.validate.run import fresh_page_bytes_per_step
+    from roofline.measure.live_runs import fresh_page_bytes_per_step
 
     size = 64 * 2**20  # above glibc's largest mmap threshold: every allocation is a fresh mapping
     kept = torch.empty(size // 4)

@@ -91,7 +91,7 @@ def place(op: Any, element_bytes: float, peak: float, bandwidth: float) -> OpPoi
     moved = float(op.bytes("forward", element_bytes, element_bytes))
     intensity = flops / moved if moved else math.inf
     return OpPoint(name=op.name, op=op.kind, shape=op.shapes(), flops=flops, bytes=moved, intensity=intensity,
-                   bound="memory" if intensity < peak / bandwidth else "compute",
+                   bound="memory" if intensity < d.ridge_point(peak, bandwidth) else "compute",
                    attainable_flops_per_s=min(peak, intensity * bandwidth))
 
 
@@ -106,7 +106,7 @@ def explain(profile: Profile, precision: str = "fp32") -> dict[str, Any]:
     memory = d.memory_bandwidth(profile)
     bandwidth = profile.memory.bandwidth_bytes_per_s.value
     ratio = compute.value / bandwidth
-    ridges = {dtype: flops / bandwidth for dtype, flops in peaks.items()}
+    ridges = d.ridge_points(peaks, bandwidth)
     peak = peaks[prec.compute_dtype]
     ridge = ridges[prec.compute_dtype]
     n_star = gemm_crossover_n(ridge, prec.storage_bytes)
@@ -127,8 +127,7 @@ def explain(profile: Profile, precision: str = "fp32") -> dict[str, Any]:
         "formula": f"compute_bytes_per_s / memory_bandwidth = {format_sci(compute.value)} B/s / "
                    f"{format_sci(bandwidth)} B/s = {format_sci(ratio)}",
         "ridge_point": ridges,
-        "ridge_point_by_level": {level: {dtype: flops / bw for dtype, flops in peaks.items()}
-                                 for level, _, bw in d.memory_levels(profile)},
+        "ridge_point_by_level": {level: d.ridge_points(peaks, bw) for level, _, bw in d.memory_levels(profile)},
         "precision": prec.name,
         "compute_dtype": prec.compute_dtype,
         "element_bytes": prec.storage_bytes,

@@ -16,12 +16,6 @@ if TYPE_CHECKING:
 Predict = Callable[[int, Precision], StepPrediction]
 
 
-def _ridge(p: StepPrediction) -> float:
-    c = p.ceilings
-    peak = c.matrix_flops_per_s or c.vector_flops_per_s
-    return peak / c.dram.bandwidth_bytes_per_s
-
-
 def _shares(p: StepPrediction) -> dict[str, float]:
     by_bound = p.time_by_bound()
     total = sum(by_bound.values()) or 1.0
@@ -67,10 +61,10 @@ def _sustained_note(c: Any, figure: str, unit: float, unit_name: str) -> str:
 
 
 def roofline_reason(p: StepPrediction, p1: StepPrediction) -> dict[str, Any]:
-    ridge = _ridge(p)
+    ridge = p.ceilings.ridge_point
     ai, ai1 = p.flops / p.bytes, p1.flops / p1.bytes
     c = p.ceilings
-    peak = c.matrix_flops_per_s or c.vector_flops_per_s
+    peak = c.peak_flops_per_s
     side = "compute" if ai >= ridge else "memory"
     peak_note = _sustained_note(c, "matrix_flops_per_s", 1e12, "TFLOP/s") if c.matrix_flops_per_s else ""
     feed_note = _sustained_note(c, "dram_bandwidth", 1e9, "GB/s")
@@ -117,8 +111,8 @@ def precision_reason(rec: StepPrediction, base: StepPrediction | None, precision
     speedup = base.step_time_s / rec.step_time_s
     c_rec, c_base = rec.ceilings, base.ceilings
     out.update({"speedup_vs_fp32": speedup, "compute_time_ratio": comp, "memory_time_ratio": mem,
-                "peak_flops_per_s": c_rec.matrix_flops_per_s or c_rec.vector_flops_per_s,
-                "fp32_peak_flops_per_s": c_base.matrix_flops_per_s or c_base.vector_flops_per_s,
+                "peak_flops_per_s": c_rec.peak_flops_per_s,
+                "fp32_peak_flops_per_s": c_base.peak_flops_per_s,
                 "bytes_per_element": precision.storage_bytes})
     out["text"] = (f"{precision.name} is {speedup:.2f}x faster than fp32 at batch {rec.batch_size}: compute time "
                    f"falls {comp:.1f}x ({out['peak_flops_per_s'] / 1e12:.0f} vs "

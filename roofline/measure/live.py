@@ -1,9 +1,10 @@
 """Live PyTorch steps for validation: build the step function, and attribute profiled time to op kinds.
 
-Kept apart from `validate.py` (which compares) so that what is measured is defined in one place: a forward
-pass under `torch.no_grad()` for inference; forward, loss, backward and an optimizer step for training,
-exactly the work `roofline.model.step` predicts (one input copy per step on a GPU, no synchronization inside
-the step; the timing module synchronizes before reading the clock).
+Kept apart from `roofline.validate` (which compares) and beside `live_runs` (which times these steps), so that
+what is measured is defined in one place: a forward pass under `torch.no_grad()` for inference; forward, loss,
+backward and an optimizer step for training, exactly the work `roofline.model.step` predicts (one input copy
+per step on a GPU, no synchronization inside the step; the timing module synchronizes before reading the
+clock).
 """
 
 from __future__ import annotations

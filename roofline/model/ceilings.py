@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from roofline.errors import RooflineError
-from roofline.hardware.derived import matrix_peak, memory_levels, vector_peak
+from roofline.hardware.derived import matrix_peak, memory_levels, ridge_point, vector_peak
 from roofline.hardware.schema import GpuProfile, MeasuredConvPoint, Profile
 from roofline.workload.precision import Precision
 
@@ -93,6 +93,16 @@ class Ceilings:
         return self.levels[-1]
 
     @property
+    def peak_flops_per_s(self) -> float:
+        """The compute dtype's best peak: matrix units where the device has them, else vector units."""
+        return self.matrix_flops_per_s or self.vector_flops_per_s
+
+    @property
+    def ridge_point(self) -> float:
+        """FLOP per DRAM byte at which the step's ops stop being memory-bound (`derived.ridge_point`)."""
+        return ridge_point(self.peak_flops_per_s, self.dram.bandwidth_bytes_per_s)
+
+    @property
     def tiles(self) -> tuple[tuple[int, int], ...]:
         return GEMM_TILES if self.is_gpu else CPU_GEMM_TILES
 
@@ -114,12 +124,6 @@ def compute_dtype_for(precision: Precision, profile: Profile) -> str | None:
     if matrix_peak(profile, dtype) is not None or vector_peak(profile, dtype) is not None:
         return dtype
     return None
-
-
-def supported_precisions(profile: Profile, names: tuple[str, ...]) -> list[str]:
-    from roofline.workload.precision import get_precision
-
-    return [n for n in names if compute_dtype_for(get_precision(n), profile) is not None]
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,13 @@ from roofline.workload.ops.base import GemmView, Op
 LOAD_ALIGNMENT_BYTES = 16
 """Widest vector load a tensor-core GEMM kernel issues (128-bit LDG/LDS); alignment_elements x dtype
 bytes equals this on every NVIDIA profile shipped. Fewer aligned bytes -> proportionally more loads."""
+SPLIT_K_MIN_DEPTH = 64
+"""Split-K halves a product's depth k while the tiles leave units idle, but keeps each slice at least this deep.
+The model's own bound, not a measured or published figure: the reduction of the partial sums is not priced,
+so this floor is what stops split-K from cutting a shallow product into slices too thin to pay for it."""
+QUANTIZATION_NOTE_RATIO = 1.25
+"""A GEMM gets a note on its tile and wave quantization when that costs more than this times its ideal time
+(display only: it changes no time)."""
 
 
 @dataclass(frozen=True)
@@ -153,7 +160,7 @@ def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext) -> tuple[float
     for tm, tn in c.tiles:
         tiles = math.ceil(m / tm) * math.ceil(n / tn) * count
         split = 1
-        while tiles * split * 2 <= c.units and k // (split * 2) >= 64:
+        while tiles * split * 2 <= c.units and k // (split * 2) >= SPLIT_K_MIN_DEPTH:
             split *= 2
         waves = math.ceil(tiles * split / c.units)
         if c.is_gpu:
@@ -180,12 +187,11 @@ def _level_for(levels: tuple[Level, ...], working_set: float, is_gpu: bool) -> L
 
 def conv_kind(op: Op) -> str:
     """Which measured convolution efficiency applies: 'depthwise', '1x1', 'stem' or '3x3'."""
-    groups, c = op.groups, op.c  # type: ignore[attr-defined]
     if op.depthwise:  # type: ignore[attr-defined]
         return "depthwise"
     if op.r == 1 and op.s == 1:  # type: ignore[attr-defined]
         return "1x1"
-    if c // groups <= 4:
+    if op.stem:  # type: ignore[attr-defined]
         return "stem"
     return "3x3"
 
@@ -333,7 +339,7 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
                 compute_s += t
                 l2_bytes += panel
                 useful = view.flops / rate
-                if t > 1.25 * useful:
+                if t > QUANTIZATION_NOTE_RATIO * useful:
                     notes.append(f"tile {tile[0]}x{tile[1]}{f' split-K {split}' if split > 1 else ''}: "
                                  f"quantization costs {t / useful:.2f}x the ideal time")
     else:

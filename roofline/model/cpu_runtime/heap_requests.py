@@ -45,8 +45,9 @@ def _padded(channels: int, block: int) -> int:
 
 
 def _is_stem(op: Op) -> bool:
-    """A first layer's few input channels: oneDNN reads them as they are, no blocked copy of the input."""
-    return op.c // op.groups <= 4 and op.groups == 1  # type: ignore[attr-defined]
+    """A dense stem (`Conv2d.stem`, no groups): oneDNN reads its few input channels as they are, with no
+    blocked copy of the input. A grouped weight keeps its own layout (see `_blocked_weight`)."""
+    return op.groups == 1 and op.stem  # type: ignore[attr-defined]
 
 
 def _blocked_weight(op: Op, block: int) -> int:

@@ -8,6 +8,11 @@ from typing import Any
 from roofline.workload.ops._shape import pair, positive, window_out
 from roofline.workload.ops.base import GemmView, Num, Op, Traffic
 
+STEM_MAX_INPUT_CHANNELS = 4
+"""A convolution reading at most this many input channels per group is a stem (an image's RGB or RGBA first
+layer): too few channels to fill a SIMD block, so oneDNN reads such an input as it is and runs a kernel of its
+own, which calibration measures on its own ('stem' shapes in `roofline.measure.probes.conv`)."""
+
 
 @dataclass
 class Conv2d(Op):
@@ -61,6 +66,11 @@ class Conv2d(Op):
     def depthwise(self) -> bool:
         """One filter per input channel: no channel reduction, so no GEMM; libraries run a direct stencil."""
         return self.groups > 1 and self.groups == self.c
+
+    @property
+    def stem(self) -> bool:
+        """Few input channels per group (`STEM_MAX_INPUT_CHANNELS`): the stem rule, written here only."""
+        return self.c // self.groups <= STEM_MAX_INPUT_CHANNELS
 
     @property
     def kernel(self) -> str:
