@@ -500,9 +500,12 @@ def validate(model: ModelLike = None, *, device: str = "cpu", batch: int | Seque
              budget_s: float = 2.0, repeats: int = 5, kind_steps: int = 2, per_layer: bool = False,
              calibrate: bool = True, on_batch: Callable[[int], None] = lambda _: None,
              input_shape: Sequence[int] | None = None, input_size: int | None = None, seq_len: int | None = None,
-             num_classes: int | None = None) -> ValidateResult:
+             num_classes: int | None = None, keep_heap: bool = False) -> ValidateResult:
     """Run the model live with PyTorch and compare with the prediction (`roofline validate`). Live runs build
-    the model with real weights, so `model` is a zoo name, a 'module:attr' reference or a config of one."""
+    the model with real weights, so `model` is a zoo name, a 'module:attr' reference or a config of one.
+    `keep_heap` runs it again in a child process whose C heap keeps its pages (model.cpu_runtime.heap_setting:
+    glibc reads the setting at process start), predicted without fresh-page faults, and adds the measured
+    and predicted gains as `kept_heap`."""
     from roofline.validate.document import validation_dict
     from roofline.validate.run import validate as run_validation
 
@@ -511,6 +514,52 @@ def validate(model: ModelLike = None, *, device: str = "cpu", batch: int | Seque
     if req.module is not None:
         raise RooflineError("validate rebuilds the model with real weights in a timed loop: give a zoo name or "
                             "'package.module:attr' (a factory or Module subclass) rather than an instance")
-    result = run_validation(req, device, _batches(batch), precision, train, optimizer, hw, budget_s, repeats,
+    batches = _batches(batch)
+    result = run_validation(req, device, batches, precision, train, optimizer, hw, budget_s, repeats,
                             kind_steps, per_layer, on_batch, calibrate=calibrate)
-    return ValidateResult(**validation_dict(result, per_layer))
+    out = validation_dict(result, per_layer)
+    if keep_heap:
+        argv = ["--device", device, "--batch", ",".join(map(str, batches)), "--precision", precision,
+                "--optimizer", optimizer, "--budget", str(budget_s), "--repeats", str(repeats),
+                "--kind-steps", str(kind_steps), *(["--train"] if train else []), *(["--hw", hw] if hw else []),
+                *([] if calibrate else ["--no-calibrate"]), *(["--per-layer"] if per_layer else [])]
+        out["kept_heap"] = _kept_heap_runs(req, argv, out["runs"])
+    return ValidateResult(**out)
+
+
+def _model_argv(req: ModelRequest) -> list[str]:
+    argv = ["--model", str(req.model)]
+    for flag, value in (("--input-size", req.input_size), ("--seq-len", req.seq_len),
+                        ("--num-classes", req.num_classes)):
+        if value is not None:
+            argv += [flag, str(value)]
+    if req.input_shape:
+        argv += ["--input-shape", ",".join(map(str, req.input_shape))]
+    return argv
+
+
+def _kept_heap_runs(req: ModelRequest, argv: list[str], runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The same validation in a child process started with the heap-keeping environment, and per batch the
+    measured and predicted step-time ratio between this process's runs and the child's."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from roofline.model.cpu_runtime.heap_setting import KEEP_HEAP_ENV
+
+    child = subprocess.run([sys.executable, "-m", "roofline", "validate", *_model_argv(req), *argv, "--json"],
+                           capture_output=True, text=True, env={**os.environ, **KEEP_HEAP_ENV})
+    if child.returncode != 0:
+        last = (child.stderr.strip().splitlines() or ["no message"])[-1]
+        raise RooflineError(f"validate --keep-heap: the child process with {KEEP_HEAP_ENV} failed: {last}")
+    kept = json.loads(child.stdout)
+    by_batch = {r["batch_size"]: r for r in runs}
+    gains = [{"batch_size": k["batch_size"], "measured_s": by_batch[k["batch_size"]]["measured_s"],
+              "kept_measured_s": k["measured_s"], "predicted_s": by_batch[k["batch_size"]]["predicted_s"],
+              "kept_predicted_s": k["predicted_s"],
+              "measured_speedup": by_batch[k["batch_size"]]["measured_s"] / k["measured_s"],
+              "predicted_speedup": by_batch[k["batch_size"]]["predicted_s"] / k["predicted_s"]}
+             for k in kept["runs"]]
+    return {"environment": dict(KEEP_HEAP_ENV), "runs": kept["runs"],
+            "median_abs_error_pct": kept["median_abs_error_pct"], "gains": gains}

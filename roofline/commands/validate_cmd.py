@@ -32,6 +32,9 @@ def add_parser(subparsers: Any) -> None:
                    help="with no calibration of this machine, predict from detected/datasheet ceilings instead of "
                         "running a quick calibration first")
     p.add_argument("--per-layer", action="store_true", help="also time each leaf module's forward")
+    p.add_argument("--keep-heap", action="store_true",
+                   help="also run in a child process whose C heap keeps its pages (MALLOC_MMAP_MAX_=0, a huge "
+                        "MALLOC_TRIM_THRESHOLD_): the measured and predicted gain of `advise`'s allocator advice")
     add_json_flag(p)
     p.set_defaults(handler=run)
 
@@ -50,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
     result = api.validate(model_request(args), device=args.device, batch=args.batch, precision=args.precision,
                           train=args.train, optimizer=args.optimizer, hw=args.hw, budget_s=args.budget,
                           repeats=args.repeats, kind_steps=args.kind_steps, per_layer=args.per_layer,
-                          calibrate=not args.no_calibrate, on_batch=progress)
+                          calibrate=not args.no_calibrate, on_batch=progress,
+                          keep_heap=args.keep_heap)
     out = result.to_dict()
     if args.json:
         print_json(out)

@@ -52,6 +52,8 @@ class StepOptions:
     reserve_bytes: float | None = None
     channels_last: bool = False
     """Convolution activations in NHWC, so tensor-core convolutions need no layout transposes."""
+    heap_kept: bool = False
+    """CPU: the process keeps its C heap (cpu_runtime.heap_setting), so no request takes fresh pages."""
 
 
 @dataclass(frozen=True)
@@ -197,7 +199,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     ctx = CostContext(c, precision.storage_bytes, weight_bytes, weight_reuse_bytes=reuse,
                       channels_last=opts.channels_last)
     costs = op_costs(ops, passes, ctx)
-    if c.page_fault_bytes_per_s:
+    if c.page_fault_bytes_per_s and not opts.heap_kept:
         fresh = first_touch_bytes(executed(ops, passes), workload.flow(), opts.train, ctx)
         costs = [with_first_touch(cost, b, c.page_fault_bytes_per_s) for cost, b in zip(costs, fresh, strict=True)]
     ptensors = _param_tensors(workload)
