@@ -34,7 +34,8 @@ class Result(BaseModel):
     """A command's JSON document as a typed record. Fields the contract fixes are declared; the rest of the
     document (diagnostics that grow with the model) is kept as extra fields, so nothing in `--json` is lost."""
 
-    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True, defer_build=True)
+    """defer_build: a command builds the validators of the one result it returns, not of all of them."""
 
     def to_dict(self) -> dict[str, Any]:
         """The document as plain JSON-safe Python (inf/nan as None), exactly what `--json` prints."""
