@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from roofline.advise.advice import Advice
     from roofline.hardware.schema import Profile
 
+SHAPE_NOTE_KINDS = ("alignment", "quantization")
+"""Cost-model notes that explain why throughput steps between neighbouring batch sizes."""
 Predict = Callable[[int, Precision], StepPrediction]
 
 
@@ -126,7 +128,7 @@ def batch_neighbours_reason(advice: Advice) -> dict[str, Any]:
     rec = advice.recommended
     rows = []
     for p in advice.neighbours:
-        notes = sorted({n for o in p.ops for n in o.notes if "not multiples" in n or "tile" in n})
+        notes = sorted({n for o in p.ops for n in o.notes if n.kind in SHAPE_NOTE_KINDS})
         rows.append({"batch_size": p.batch_size, "samples_per_s": p.samples_per_s,
                      "relative": p.samples_per_s / rec.samples_per_s, "notes": notes[:3]})
     spread = max(r["relative"] for r in rows) - min(r["relative"] for r in rows)

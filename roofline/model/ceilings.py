@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from roofline.errors import RooflineError
 from roofline.hardware.derived import matrix_peak, memory_levels, ridge_point, vector_peak
 from roofline.hardware.schema import GpuProfile, MeasuredConvPoint, Profile
+from roofline.model.cpu_runtime.runtime import CpuRuntime, recorded_runtime
 from roofline.workload.precision import Precision
 
 GEMM_TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
@@ -76,6 +77,8 @@ class Ceilings:
     page_fault_bytes_per_s: float | None = None
     """CPU: measured first-touch rate of fresh pages, paid by what the allocator takes anew
     (`roofline.model.cpu_runtime.allocator`)."""
+    cpu_runtime: CpuRuntime | None = None
+    """CPU: the C library and page size the calibration recorded, which switch the heap replay on."""
     layout_conversion_bytes_per_s: dict[str, float] = field(default_factory=dict)
     """CPU: measured NCHW <-> blocked conversion rate, 'cache' and 'dram' (see Measured)."""
     launch_s: float = 0.0
@@ -336,6 +339,7 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
         levels=levels, dispatch_s=dispatch,
         dispatch_s_by_kind=dict(measured.dispatch_s_by_kind) if measured else {},
         page_fault_bytes_per_s=measured.page_fault_bytes_per_s if measured and not is_gpu else None,
+        cpu_runtime=recorded_runtime(measured.environment) if measured and not is_gpu else None,
         layout_conversion_bytes_per_s=dict(measured.layout_conversion_bytes_per_s) if measured and not is_gpu
         else {},
         launch_s=launch, sync_s=sync, host_link_bytes_per_s=link,

@@ -29,10 +29,12 @@ device work on a GPU and adds to it on a CPU). Each mechanism is named where it 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from roofline.model.ceilings import Ceilings, Level, skinny_rate
 from roofline.workload.ops.base import GemmView, Op
+from roofline.workload.ops.conv import Conv2d
 
 LOAD_ALIGNMENT_BYTES = 16
 """Widest vector load a tensor-core GEMM kernel issues (128-bit LDG/LDS); alignment_elements x dtype
@@ -44,6 +46,23 @@ so this floor is what stops split-K from cutting a shallow product into slices t
 QUANTIZATION_NOTE_RATIO = 1.25
 """A GEMM gets a note on its tile and wave quantization when that costs more than this times its ideal time
 (display only: it changes no time)."""
+
+
+NoteKind = Literal["alignment", "quantization", "fallback convolution", "measured rate", "measured convolution",
+                   "depthwise", "layout transpose", "kernel rate", "layout conversion", "first touch"]
+
+
+class Note(str):
+    """One reason an op costs what it does: the sentence with its numbers (a str, so views and JSON print it as
+    it is), tagged with the mechanism that wrote it (`kind`). Code that picks notes (the advisor's reasons)
+    selects them by kind, never by their wording."""
+
+    kind: NoteKind
+
+    def __new__(cls, kind: NoteKind, text: str) -> Note:
+        note = super().__new__(cls, text)
+        note.kind = kind
+        return note
 
 
 @dataclass(frozen=True)
@@ -65,7 +84,7 @@ class OpCost:
     """'compute', 'memory:<level>' or 'overhead'."""
     path: str
     """Which units ran it: 'tensor cores fp16', 'CUDA cores fp32', 'SIMD fp32', 'none'."""
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     launches: int = 0
     queued: bool = False
     """True on a GPU: the host queues kernels and runs ahead, so host and device time overlap."""
@@ -93,7 +112,6 @@ class CostContext:
     LRU cache cycled through more than it holds keeps none of it."""
     channels_last: bool = False
     """Activations stored NHWC (`model.to(memory_format=torch.channels_last)`), as tensor-core kernels want."""
-    notes: list[str] = field(default_factory=list)
 
 
 def _aligned_fraction(dims: list[int], align: int) -> float:
@@ -106,16 +124,15 @@ def _aligned_fraction(dims: list[int], align: int) -> float:
 
 def _alignment_dims(op: Op, view: GemmView) -> list[int]:
     """The dimensions whose alignment decides load width: channels for convolutions, n and k for GEMMs."""
-    if op.kind == "conv2d":
-        groups = op.groups  # type: ignore[attr-defined]
-        return [op.c // groups, op.k // groups]  # type: ignore[attr-defined]
+    if isinstance(op, Conv2d):
+        return [op.c // op.groups, op.k // op.groups]
     return [view.n, view.k]
 
 
-def gemm_rate(op: Op, view: GemmView, ctx: CostContext) -> tuple[float, str, list[str]]:
+def gemm_rate(op: Op, view: GemmView, ctx: CostContext) -> tuple[float, str, list[Note]]:
     """Peak FLOP/s available to this GEMM view: tensor path scaled by alignment, else vector path."""
     c = ctx.ceilings
-    notes: list[str] = []
+    notes: list[Note] = []
     if c.matrix_flops_per_s is None:
         return c.vector_flops_per_s, f"{'CUDA cores' if c.is_gpu else 'SIMD'} {c.compute_dtype}", notes
     rate = c.matrix_flops_per_s
@@ -127,11 +144,12 @@ def gemm_rate(op: Op, view: GemmView, ctx: CostContext) -> tuple[float, str, lis
             scaled = rate * fraction
             element_bytes = LOAD_ALIGNMENT_BYTES // c.alignment_elements
             if scaled < c.vector_flops_per_s:
-                notes.append(f"dims {dims} not multiples of {c.alignment_elements}: tensor cores unusable, "
-                             f"{c.vector_flops_per_s / 1e12:.1f} TFLOP/s CUDA-core path")
+                notes.append(Note("alignment", f"dims {dims} not multiples of {c.alignment_elements}: tensor cores "
+                                  f"unusable, {c.vector_flops_per_s / 1e12:.1f} TFLOP/s CUDA-core path"))
                 return c.vector_flops_per_s, f"CUDA cores {c.compute_dtype}", notes
-            notes.append(f"dims {dims} not multiples of {c.alignment_elements} ({c.alignment_elements * element_bytes}"
-                         f" B): loads {int(fraction * LOAD_ALIGNMENT_BYTES)} B wide, tensor rate x{fraction:g}")
+            notes.append(Note("alignment", f"dims {dims} not multiples of {c.alignment_elements} "
+                              f"({c.alignment_elements * element_bytes} B): loads "
+                              f"{int(fraction * LOAD_ALIGNMENT_BYTES)} B wide, tensor rate x{fraction:g}"))
             rate = scaled
     return rate, path, notes
 
@@ -185,13 +203,13 @@ def _level_for(levels: tuple[Level, ...], working_set: float, is_gpu: bool) -> L
     return levels[-1]
 
 
-def conv_kind(op: Op) -> str:
+def conv_kind(op: Conv2d) -> str:
     """Which measured convolution efficiency applies: 'depthwise', '1x1', 'stem' or '3x3'."""
-    if op.depthwise:  # type: ignore[attr-defined]
+    if op.depthwise:
         return "depthwise"
-    if op.r == 1 and op.s == 1:  # type: ignore[attr-defined]
+    if op.r == 1 and op.s == 1:
         return "1x1"
-    if op.stem:  # type: ignore[attr-defined]
+    if op.stem:
         return "stem"
     return "3x3"
 
@@ -209,18 +227,17 @@ MKLDNN_MIN_ELEMENTS = 20480
 (ConvParams::use_mkldnn, aten/src/ATen/native/Convolution.cpp: 'for some case, native is faster')."""
 
 
-def cpu_conv_backend(op: Op, threads: int) -> str:
+def cpu_conv_backend(op: Conv2d, threads: int) -> str:
     """Which PyTorch CPU kernel runs an fp32 convolution: 'mkldnn' (oneDNN, a fixed cost of several primitive
     calls, see `roofline.measure.probes.conv.FIXED_PROBES`) or 'slow2d' (im2col and one BLAS product, a plain call).
     ConvParams::use_mkldnn: oneDNN when (strided or dilated or batch >= 16 or not 1x1 or more than one
     thread) and (grouped or a kernel larger than 3x3 in both sides or batch > 1 or more than 20480 input
     elements); checked against torch._C._select_conv_backend on torch 2.13."""
-    stride, dilation = tuple(op.stride), tuple(op.dilation)  # type: ignore[attr-defined]
-    r, s, n = op.r, op.s, op.n  # type: ignore[attr-defined]
+    stride, dilation = tuple(op.stride), tuple(op.dilation)
+    r, s, n = op.r, op.s, op.n
     one_by_one = r == 1 and s == 1
     takes = stride != (1, 1) or dilation != (1, 1) or n >= 16 or not one_by_one or threads > 1
-    worth = (op.groups > 1 or (r > 3 and s > 3) or n > 1  # type: ignore[attr-defined]
-             or n * op.c * op.h * op.w > MKLDNN_MIN_ELEMENTS)  # type: ignore[attr-defined]
+    worth = op.groups > 1 or (r > 3 and s > 3) or n > 1 or n * op.c * op.h * op.w > MKLDNN_MIN_ELEMENTS
     return "mkldnn" if takes and worth else "slow2d"
 
 
@@ -281,15 +298,131 @@ def layout_conversion_s(op: Op, pass_: str, act_bytes: float, ctx: CostContext, 
     rates = c.layout_conversion_bytes_per_s
     if not onednn or ctx.channels_last or not rates:
         return 0.0
-    if op.depthwise and _depthwise_kind(c, ctx, pass_) == "depthwise:nchw":  # type: ignore[attr-defined]
+    if isinstance(op, Conv2d) and op.depthwise and _depthwise_kind(c, ctx, pass_) == "depthwise:nchw":
         return 0.0  # measured in NCHW, conversion included
     llc = c.levels[-2].capacity_bytes if len(c.levels) > 1 else 0.0
     rate = rates.get("cache" if 2 * act_bytes <= llc else "dram")
     return act_bytes / rate if rate else 0.0
 
 
+def _gemm_view_s(op: Op, view: GemmView, pass_: str, ctx: CostContext, call_s: float, slow2d: bool,
+                 notes: list[Note]) -> tuple[float, float, str]:
+    """(seconds, L2 panel bytes, path) of one GEMM view: a measured skinny or outer-product surface for a
+    product that has one, else Hockney's fit to the calibrated GEMM curve (times a convolution kind's measured
+    efficiency), else the peak under tile and wave quantization."""
+    c = ctx.ceilings
+    rate, path, why = gemm_rate(op, view, ctx)
+    notes.extend(why)
+    kind = conv_kind(op) if isinstance(op, Conv2d) else None
+    skinny = skinny_gemm_rate(view, c) if kind is None and not why else None
+    if skinny:
+        # the surface was timed per torch call, dispatch included, which host_s charges already
+        notes.append(Note("measured rate", skinny[1]))
+        return max(view.flops / skinny[0] - c.dispatch_s, view.flops / rate), 0.0, path
+    if c.gemm_fit and not why:
+        fit, reuse = c.gemm_fit, view.equivalent_n
+        key = _efficiency_key(c, kind, pass_) if kind and not slow2d else None
+        efficiency = 1.0
+        if key and isinstance(op, Conv2d):
+            share = op.weight_share()
+            efficiency = c.conv_efficiency_at(key, share)
+            notes.append(Note("measured convolution", f"measured {key} convolution: {efficiency:.0%} of a "
+                              f"GEMM of equal reuse (n = {reuse:.0f}; weight share {share:.2f})"))
+        # fixed costs per call include the dispatch that host_s charges already
+        fixed = _conv_fixed_s(kind, pass_, call_s, ctx, slow2d) if kind else max(0.0, fit.t0_s - c.dispatch_s)
+        t = fixed + view.flops / (fit.rate(reuse) * efficiency)
+        return max(t, view.flops / rate), 0.0, path
+    t, tile, split, panel = gemm_compute_s(view, rate, ctx)
+    useful = view.flops / rate
+    if t > QUANTIZATION_NOTE_RATIO * useful:
+        notes.append(Note("quantization", f"tile {tile[0]}x{tile[1]}"
+                          f"{f' split-K {split}' if split > 1 else ''}: "
+                          f"quantization costs {t / useful:.2f}x the ideal time"))
+    return t, panel, path
+
+
+def _vector_s(op: Op, pass_: str, ctx: CostContext, flops: float, call_s: float, slow2d: bool,
+              notes: list[Note]) -> tuple[float, str]:
+    """(seconds, path) of an op with no GEMM form, or a depthwise convolution: the vector units' rate, times
+    the measured depthwise efficiency (and plus its fixed cost) where calibration has one."""
+    c = ctx.ceilings
+    depthwise = isinstance(op, Conv2d) and op.depthwise
+    rate = c.vector_flops_per_s
+    key = _efficiency_key(c, _depthwise_kind(c, ctx, pass_), pass_) if depthwise else None
+    fixed = 0.0
+    if key and isinstance(op, Conv2d):
+        efficiency = c.conv_efficiency_at(key, op.weight_share())
+        rate *= efficiency
+        fixed = _conv_fixed_s("depthwise", pass_, call_s, ctx, slow2d)
+        notes.append(Note("measured convolution", f"measured {key} efficiency {efficiency:.0%}"))
+    elif depthwise:
+        notes.append(Note("depthwise", "depthwise: no channel reduction, direct stencil on vector units"))
+    path = f"{'CUDA cores' if c.is_gpu else 'SIMD'} {c.compute_dtype}"
+    return fixed + (flops / rate if rate else 0.0), path
+
+
+def _compute_s(op: Op, views: list[GemmView], pass_: str, ctx: CostContext, flops: float, call_s: float,
+               slow2d: bool, notes: list[Note]) -> tuple[float, float, str]:
+    """(seconds, L2 panel bytes, path) of the arithmetic: the GEMM views' times summed, else the vector path."""
+    if not views or (isinstance(op, Conv2d) and op.depthwise):
+        seconds, path = _vector_s(op, pass_, ctx, flops, call_s, slow2d, notes)
+        return seconds, 0.0, path
+    compute_s, l2_bytes, path = 0.0, 0.0, ""
+    for view in views:
+        t, panel, path = _gemm_view_s(op, view, pass_, ctx, call_s, slow2d, notes)
+        compute_s += t
+        l2_bytes += panel
+    return compute_s, l2_bytes, path
+
+
+def _transposed_bytes(op: Op, ctx: CostContext, path: str, act_bytes: float, notes: list[Note]) -> float:
+    """Bytes cuDNN moves transposing an NCHW convolution's tensors to NHWC and back for tensor cores."""
+    if not (isinstance(op, Conv2d) and ctx.ceilings.is_gpu and path.startswith("tensor") and not op.depthwise
+            and not ctx.channels_last):
+        return 0.0
+    transposed = 2 * act_bytes
+    notes.append(Note("layout transpose", f"NCHW tensors: cuDNN transposes {transposed / 1e6:.3g} MB to NHWC "
+                      "and back for tensor cores (use channels_last)"))
+    return transposed
+
+
+def _memory_s(op: Op, has_views: bool, pass_: str, ctx: CostContext, act_bytes: float, w_bytes: float,
+              l2_bytes: float, notes: list[Note]) -> tuple[float, str]:
+    """(seconds, level) of the traffic: activations from the smallest level holding the op's working set,
+    weights from the one holding the step between two uses; a measured kernel rate or the GEMM panels' L2
+    traffic where either is slower."""
+    c = ctx.ceilings
+    act_level = _level_for(c.levels, act_bytes + w_bytes, c.is_gpu)
+    weight_level = _level_for(c.levels, max(ctx.weight_reuse_bytes, w_bytes), c.is_gpu)
+    memory_s = act_bytes / act_level.bandwidth_bytes_per_s + w_bytes / weight_level.bandwidth_bytes_per_s
+    level_name = act_level.name if act_bytes >= w_bytes else weight_level.name
+    kernel_rate = c.kernel_bytes_per_s.get(op.kernel_key(pass_)) if not has_views else None
+    if kernel_rate and (act_bytes + w_bytes) / kernel_rate > memory_s:
+        memory_s = (act_bytes + w_bytes) / kernel_rate
+        level_name = "kernel"
+        notes.append(Note("kernel rate", f"measured {op.kernel_key(pass_)} kernel streams "
+                          f"{kernel_rate / 1e9:.3g} GB/s, below its memory level"))
+    l2 = next((lv for lv in c.levels if lv.name == "L2"), None)
+    if l2 is not None and l2_bytes / l2.bandwidth_bytes_per_s > memory_s:
+        memory_s = l2_bytes / l2.bandwidth_bytes_per_s
+        level_name = "L2"
+    return memory_s, level_name
+
+
+def _bound(compute_s: float, memory_s: float, layout_s: float, work_s: float, host_s: float, launch_s: float,
+           level_name: str) -> str:
+    if max(host_s, launch_s) > work_s:
+        return "overhead"
+    if layout_s > max(compute_s, memory_s):
+        return "memory:layout"
+    if compute_s >= memory_s:
+        return "compute"
+    return f"memory:{level_name}"
+
+
 def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
-    """Predict one pass of one op."""
+    """Predict one pass of one op: compute time, memory time, host time, then the CPU's layout conversions
+    (which add to the device's work), and the bound that decides."""
     c = ctx.ceilings
     flops = float(op.flops(pass_))
     traffic = op.traffic(pass_)
@@ -298,100 +431,28 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     launches = op.launches(pass_)
     if op.is_free or (flops == 0 and act_bytes + w_bytes == 0):
         return OpCost(op.name, op.kind, pass_, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "free", "none", (), 0, c.is_gpu)
-    notes: list[str] = []
+    notes: list[Note] = []
     by_kind = c.dispatch_s_by_kind
     call_s = by_kind.get(op.kernel, by_kind.get(op.kind, c.dispatch_s))
-    views = op.gemm_views(pass_)
-    depthwise = op.kind == "conv2d" and conv_kind(op) == "depthwise"
-    compute_s = 0.0
-    l2_bytes = 0.0
-    cpu_conv = op.kind == "conv2d" and not c.is_gpu
-    onednn = cpu_conv and cpu_conv_backend(op, c.threads) == "mkldnn"
-    slow2d = cpu_conv and not onednn
+    onednn = isinstance(op, Conv2d) and not c.is_gpu and cpu_conv_backend(op, c.threads) == "mkldnn"
+    slow2d = isinstance(op, Conv2d) and not c.is_gpu and not onednn
     if slow2d:
-        notes.append("PyTorch's batch-1 fallback convolution: im2col and one BLAS product, no oneDNN call")
-    if views and not depthwise:
-        path = ""
-        for view in views:
-            rate, path, why = gemm_rate(op, view, ctx)
-            notes.extend(why)
-            kind = conv_kind(op) if op.kind == "conv2d" else None
-            skinny = skinny_gemm_rate(view, c) if kind is None and not why else None
-            if skinny:
-                # the surface was timed per torch call, dispatch included, which host_s charges already
-                notes.append(skinny[1])
-                compute_s += max(view.flops / skinny[0] - c.dispatch_s, view.flops / rate)
-            elif c.gemm_fit and not why:
-                fit, reuse = c.gemm_fit, view.equivalent_n
-                key = _efficiency_key(c, kind, pass_) if kind and not slow2d else None
-                efficiency = 1.0
-                if key:
-                    share = op.weight_share()  # type: ignore[attr-defined]
-                    efficiency = c.conv_efficiency_at(key, share)
-                    notes.append(f"measured {key} convolution: {efficiency:.0%} of a GEMM of equal reuse "
-                                 f"(n = {reuse:.0f}; weight share {share:.2f})")
-                # fixed costs per call include the dispatch that host_s charges already
-                fixed = _conv_fixed_s(kind, pass_, call_s, ctx, slow2d) if kind else max(0.0, fit.t0_s - c.dispatch_s)
-                t = fixed + view.flops / (fit.rate(reuse) * efficiency)
-                compute_s += max(t, view.flops / rate)
-            else:
-                t, tile, split, panel = gemm_compute_s(view, rate, ctx)
-                compute_s += t
-                l2_bytes += panel
-                useful = view.flops / rate
-                if t > QUANTIZATION_NOTE_RATIO * useful:
-                    notes.append(f"tile {tile[0]}x{tile[1]}{f' split-K {split}' if split > 1 else ''}: "
-                                 f"quantization costs {t / useful:.2f}x the ideal time")
-    else:
-        rate = c.vector_flops_per_s
-        key = _efficiency_key(c, _depthwise_kind(c, ctx, pass_), pass_) if depthwise else None
-        fixed = 0.0
-        if key:
-            efficiency = c.conv_efficiency_at(key, op.weight_share())  # type: ignore[attr-defined]
-            rate *= efficiency
-            fixed = _conv_fixed_s("depthwise", pass_, call_s, ctx, slow2d)
-            notes.append(f"measured {key} efficiency {efficiency:.0%}")
-        elif depthwise:
-            notes.append("depthwise: no channel reduction, direct stencil on vector units")
-        path = f"{'CUDA cores' if c.is_gpu else 'SIMD'} {c.compute_dtype}"
-        compute_s = fixed + (flops / rate if rate else 0.0)
-    if op.kind == "conv2d" and c.is_gpu and path.startswith("tensor") and not depthwise and not ctx.channels_last:
-        transposed = 2 * act_bytes
-        notes.append(f"NCHW tensors: cuDNN transposes {transposed / 1e6:.3g} MB to NHWC and back for tensor cores "
-                     "(use channels_last)")
-        act_bytes += transposed
-    act_level = _level_for(c.levels, act_bytes + w_bytes, c.is_gpu)
-    weight_level = _level_for(c.levels, max(ctx.weight_reuse_bytes, w_bytes), c.is_gpu)
-    memory_s = act_bytes / act_level.bandwidth_bytes_per_s + w_bytes / weight_level.bandwidth_bytes_per_s
-    level_name = act_level.name if act_bytes >= w_bytes else weight_level.name
-    kernel_rate = c.kernel_bytes_per_s.get(op.kernel_key(pass_)) if not views else None
-    if kernel_rate and (act_bytes + w_bytes) / kernel_rate > memory_s:
-        memory_s = (act_bytes + w_bytes) / kernel_rate
-        level_name = "kernel"
-        notes.append(f"measured {op.kernel_key(pass_)} kernel streams {kernel_rate / 1e9:.3g} GB/s, below its "
-                     "memory level")
-    l2 = next((lv for lv in c.levels if lv.name == "L2"), None)
-    if l2 is not None and l2_bytes / l2.bandwidth_bytes_per_s > memory_s:
-        memory_s = l2_bytes / l2.bandwidth_bytes_per_s
-        level_name = "L2"
+        notes.append(Note("fallback convolution",
+                          "PyTorch's batch-1 fallback convolution: im2col and one BLAS product, no oneDNN call"))
+    views = op.gemm_views(pass_)
+    compute_s, l2_bytes, path = _compute_s(op, views, pass_, ctx, flops, call_s, slow2d, notes)
+    act_bytes += _transposed_bytes(op, ctx, path, act_bytes, notes)
+    memory_s, level_name = _memory_s(op, bool(views), pass_, ctx, act_bytes, w_bytes, l2_bytes, notes)
     host_s = call_s * launches
     launch_s = c.launch_s * launches if c.is_gpu else 0.0
     layout_s = layout_conversion_s(op, pass_, act_bytes, ctx, onednn)
     if layout_s:
-        notes.append(f"NCHW activations: {act_bytes / 1e6:.3g} MB converted to the blocked layout and back "
-                     f"({layout_s * 1e3:.3g} ms; use channels_last)")
+        notes.append(Note("layout conversion", f"NCHW activations: {act_bytes / 1e6:.3g} MB converted to the "
+                          f"blocked layout and back ({layout_s * 1e3:.3g} ms; use channels_last)"))
     work_s = max(compute_s, memory_s) + layout_s
-    device_s = max(work_s, launch_s)
-    if max(host_s, launch_s) > work_s:
-        bound = "overhead"
-    elif layout_s > max(compute_s, memory_s):
-        bound = "memory:layout"
-    elif compute_s >= memory_s:
-        bound = "compute"
-    else:
-        bound = f"memory:{level_name}"
-    return OpCost(op.name, op.kind, pass_, flops, act_bytes + w_bytes, compute_s, memory_s, host_s, device_s,
-                  bound, path, tuple(dict.fromkeys(notes)), launches, c.is_gpu)
+    bound = _bound(compute_s, memory_s, layout_s, work_s, host_s, launch_s, level_name)
+    return OpCost(op.name, op.kind, pass_, flops, act_bytes + w_bytes, compute_s, memory_s, host_s,
+                  max(work_s, launch_s), bound, path, tuple(dict.fromkeys(notes)), launches, c.is_gpu)
 
 
 def with_first_touch(cost: OpCost, fresh_bytes: float, bytes_per_s: float) -> OpCost:
@@ -403,7 +464,7 @@ def with_first_touch(cost: OpCost, fresh_bytes: float, bytes_per_s: float) -> Op
         return cost
     fault_s = fresh_bytes / bytes_per_s
     bound = "memory:fresh pages" if fault_s > max(cost.device_s, cost.host_s) else cost.bound
-    note = (f"{fresh_bytes / 2**20:.3g} MiB first-touched in fresh pages at {bytes_per_s / 1e9:.2g} GB/s "
-            f"({fault_s * 1e3:.3g} ms)")
+    note = Note("first touch", f"{fresh_bytes / 2**20:.3g} MiB first-touched in fresh pages at "
+                f"{bytes_per_s / 1e9:.2g} GB/s ({fault_s * 1e3:.3g} ms)")
     return replace(cost, device_s=cost.device_s + fault_s, fresh_bytes=fresh_bytes, bound=bound,
                    notes=(*cost.notes, note))

@@ -199,8 +199,8 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     ctx = CostContext(c, precision.storage_bytes, weight_bytes, weight_reuse_bytes=reuse,
                       channels_last=opts.channels_last)
     costs = op_costs(ops, passes, ctx)
-    if c.page_fault_bytes_per_s and not opts.heap_kept:
-        fresh = first_touch_bytes(executed(ops, passes), workload.flow(), opts.train, ctx)
+    if c.page_fault_bytes_per_s and c.cpu_runtime is not None and c.cpu_runtime.glibc_heap and not opts.heap_kept:
+        fresh = first_touch_bytes(executed(ops, passes), workload.flow(), opts.train, ctx, c.cpu_runtime.page_bytes)
         costs = [with_first_touch(cost, b, c.page_fault_bytes_per_s) for cost, b in zip(costs, fresh, strict=True)]
     ptensors = _param_tensors(workload)
     optimizer_s = amp_cast_s = 0.0
