@@ -63,6 +63,7 @@ def current_environment(device: str = "cpu") -> dict[str, str | int | float | No
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     env.update(thread_settings())
+    env.update(_c_runtime())
     if device == "cuda":
         import torch
 
@@ -72,6 +73,19 @@ def current_environment(device: str = "cpu") -> dict[str, str | int | float | No
         env["gpu_count"] = torch.cuda.device_count()
         env["gpu_driver"] = _nvml_driver()
     return env
+
+
+def _c_runtime() -> dict[str, str | int | None]:
+    """The C library and page size this process runs on: what the heap replay's rules assume
+    (`roofline.model.cpu_runtime.runtime`)."""
+    import os
+
+    name, version = platform.libc_ver()
+    try:
+        page = os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        page = None
+    return {"libc": f"{name} {version}".strip() or None, "page_bytes": page}
 
 
 def _nvml_driver() -> str | None:

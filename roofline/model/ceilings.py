@@ -15,6 +15,7 @@ from roofline.errors import RooflineError
 from roofline.hardware.derived import matrix_peak, memory_levels, ridge_point, vector_peak
 from roofline.hardware.runtime import EAGER_CUDA, load_runtime
 from roofline.hardware.schema import GpuProfile, MeasuredConvPoint, Profile
+from roofline.model.cpu_runtime.runtime import CpuRuntime, recorded_runtime
 from roofline.workload.precision import Precision
 
 GEMM_TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
@@ -77,6 +78,8 @@ class Ceilings:
     page_fault_bytes_per_s: float | None = None
     """CPU: measured first-touch rate of fresh pages, paid by what the allocator takes anew
     (`roofline.model.cpu_runtime.allocator`)."""
+    cpu_runtime: CpuRuntime | None = None
+    """CPU: the C library and page size the calibration recorded, which switch the heap replay on."""
     layout_conversion_bytes_per_s: dict[str, float] = field(default_factory=dict)
     """CPU: measured NCHW <-> blocked conversion rate, 'cache' and 'dram' (see Measured)."""
     launch_s: float = 0.0
@@ -375,6 +378,7 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
         conv_fixed_s=dict(measured.conv_fixed_s) if measured else {},
         kernel_bytes_per_s=kernel_rates, levels=levels, dispatch_s=dispatch, dispatch_s_by_kind=dispatch_by_kind,
         page_fault_bytes_per_s=measured.page_fault_bytes_per_s if measured and not is_gpu else None,
+        cpu_runtime=recorded_runtime(measured.environment) if measured and not is_gpu else None,
         layout_conversion_bytes_per_s=dict(measured.layout_conversion_bytes_per_s) if measured and not is_gpu
         else {},
         launch_s=launch, sync_s=sync, host_link_bytes_per_s=link,

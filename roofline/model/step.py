@@ -63,6 +63,8 @@ class StepOptions:
     """The framework runtime whose measured costs price a GPU step (`roofline.hardware.runtime`): host time per
     layer call, kernel streaming rates, sustained GEMM shares, GradScaler and the training loop's Python. None:
     the datasheet roofline alone, as the cost model's closed-form tests use it."""
+    heap_kept: bool = False
+    """CPU: the process keeps its C heap (cpu_runtime.heap_setting), so no request takes fresh pages."""
 
 
 @dataclass(frozen=True)
@@ -211,8 +213,8 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     if opts.train and c.is_gpu and opts.runtime:
         factor = load_runtime(opts.runtime).training_host_factor.value
         costs = [replace(cost, host_s=cost.host_s * factor) for cost in costs]
-    if c.page_fault_bytes_per_s:
-        fresh = first_touch_bytes(executed(ops, passes), workload.flow(), opts.train, ctx)
+    if c.page_fault_bytes_per_s and c.cpu_runtime is not None and c.cpu_runtime.glibc_heap and not opts.heap_kept:
+        fresh = first_touch_bytes(executed(ops, passes), workload.flow(), opts.train, ctx, c.cpu_runtime.page_bytes)
         costs = [with_first_touch(cost, b, c.page_fault_bytes_per_s) for cost, b in zip(costs, fresh, strict=True)]
     ptensors = _param_tensors(workload)
     optimizer_s = amp_cast_s = 0.0

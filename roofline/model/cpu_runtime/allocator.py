@@ -20,6 +20,8 @@ import math
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from roofline.model.cpu_runtime.runtime import ASSUMED_PAGE_BYTES
+
 MMAP_THRESHOLD_MAX_BYTES = 32 * 2**20
 """glibc's largest dynamic mmap threshold on 64-bit Linux (DEFAULT_MMAP_THRESHOLD_MAX, mallopt(3):
 https://man7.org/linux/man-pages/man3/mallopt.3.html): a request this large is mapped anew whenever no
@@ -28,7 +30,6 @@ MMAP_THRESHOLD_START_BYTES = 128 * 2**10
 """glibc's initial mmap threshold (DEFAULT_MMAP_THRESHOLD); the trim threshold starts at twice it."""
 TOP_PAD_BYTES = 128 * 2**10
 """Extra bytes glibc grows the heap by and keeps at its top after a trim (DEFAULT_TOP_PAD)."""
-PAGE_BYTES = 4096
 ALIGNMENT_BYTES = 64
 """PyTorch's CPU allocator asks posix_memalign for 64-byte alignment; glibc serves it by requesting the size
 plus the alignment plus a minimum chunk (32 bytes) and trimming the slack off (_int_memalign)."""
@@ -90,7 +91,9 @@ class GlibcHeap:
     """glibc's main arena as far as large requests see it: chunks in address order below a top chunk, best-fit
     reuse of free chunks, the dynamic mmap and trim thresholds, and the fresh bytes each request takes."""
 
-    def __init__(self) -> None:
+    def __init__(self, page_bytes: int = ASSUMED_PAGE_BYTES) -> None:
+        self.page_bytes = page_bytes
+        """Granularity of the heap's growth, trims and mappings (the calibration's page size)."""
         self.last: _Chunk | None = None
         """The highest chunk below the top."""
         self.free_chunks = _FreeChunks()
@@ -139,12 +142,12 @@ class GlibcHeap:
             self.live[key] = chunk
             return 0
         if size >= self.mmap_threshold and self.top < size:
-            mapped = -(-(size + 8) // PAGE_BYTES) * PAGE_BYTES
+            mapped = -(-(size + 8) // self.page_bytes) * self.page_bytes
             self.live[key] = mapped
             return mapped
         fresh = 0
         if self.top < size:
-            fresh = -(-(size - self.top + TOP_PAD_BYTES) // PAGE_BYTES) * PAGE_BYTES
+            fresh = -(-(size - self.top + TOP_PAD_BYTES) // self.page_bytes) * self.page_bytes
             self.end += fresh
         chunk = _Chunk(self.top_start, size, self.last)
         if self.last is not None:
@@ -188,15 +191,16 @@ class GlibcHeap:
         else:
             self.free_chunks.add(chunk)
         if self.top >= self.trim_threshold:
-            self.end -= (self.top - TOP_PAD_BYTES) // PAGE_BYTES * PAGE_BYTES
+            self.end -= (self.top - TOP_PAD_BYTES) // self.page_bytes * self.page_bytes
 
 
-def replay(requests: list[Request], ops: int, steps: int = STEADY_STEPS) -> list[float]:
+def replay(requests: list[Request], ops: int, steps: int = STEADY_STEPS,
+           page_bytes: int = ASSUMED_PAGE_BYTES) -> list[float]:
     """Fresh bytes per op in the last of `steps` steps of `requests` on one heap. A step frees everything it
     allocates, so its keys are free again when the next step starts."""
     tracked = [(r.op, r.key, GlibcHeap.request_bytes(r.bytes) if r.bytes else 0) for r in requests
                if not r.bytes or r.bytes >= TRACKED_MIN_BYTES]
-    heap = GlibcHeap()
+    heap = GlibcHeap(page_bytes)
     allocate, free, live = heap.allocate_chunk, heap.free, heap.live
     fresh = [0.0] * ops
     ended = None

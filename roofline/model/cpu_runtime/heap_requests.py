@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from roofline.model.costmodel import CostContext, cpu_conv_backend
 from roofline.model.cpu_runtime.allocator import Request, replay
+from roofline.model.cpu_runtime.runtime import ASSUMED_PAGE_BYTES
 from roofline.workload.ops.base import MODEL_INPUT, Dataflow, Op
 
 INDEX_BYTES = 8
@@ -336,7 +337,8 @@ def training_requests(ops: list[Op], flow: Dataflow, element_bytes: int, weight_
     return out
 
 
-def first_touch_bytes(pairs: list[tuple[str, Op]], flow: Dataflow, train: bool, ctx: CostContext) -> list[float]:
+def first_touch_bytes(pairs: list[tuple[str, Op]], flow: Dataflow, train: bool, ctx: CostContext,
+                      page_bytes: int = ASSUMED_PAGE_BYTES) -> list[float]:
     """Bytes each executed (pass, op) takes in fresh pages in a steady step on a CPU: the step's requests
     (`inference_requests` or `training_requests`) replayed on glibc's rules
     (`roofline.model.cpu_runtime.allocator.replay`); in
@@ -345,8 +347,10 @@ def first_touch_bytes(pairs: list[tuple[str, Op]], flow: Dataflow, train: bool, 
     layouts = {op.name: layout for _, op in pairs if op.kind == "conv2d" and (layout := conv_layout(op, ctx))}
     ops = [op for pass_, op in pairs if pass_ == "forward"]
     if not train:
-        return replay(inference_requests(ops, flow, ctx.activation_bytes, block, layouts), len(ops))
-    fresh = replay(training_requests(ops, flow, ctx.activation_bytes, ctx.weight_bytes, block, layouts), 2 * len(ops))
+        return replay(inference_requests(ops, flow, ctx.activation_bytes, block, layouts), len(ops),
+                      page_bytes=page_bytes)
+    fresh = replay(training_requests(ops, flow, ctx.activation_bytes, ctx.weight_bytes, block, layouts), 2 * len(ops),
+                   page_bytes=page_bytes)
     position = {op.name: i for i, op in enumerate(ops)}
     out, charged = [], set()
     for pass_, op in pairs:
