@@ -49,7 +49,8 @@ QUANTIZATION_NOTE_RATIO = 1.25
 
 
 NoteKind = Literal["alignment", "quantization", "fallback convolution", "measured rate", "measured convolution",
-                   "depthwise", "layout transpose", "kernel rate", "layout conversion", "first touch"]
+                   "depthwise", "layout transpose", "kernel rate", "layout conversion", "first touch",
+                   "training loop"]
 
 
 class Note(str):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from roofline.hardware.runtime import EAGER_CUDA, load_runtime
 from roofline.hardware.schema import Profile
 from roofline.model.ceilings import Ceilings, ceilings_for
-from roofline.model.costmodel import CostContext, OpCost, op_cost, with_first_touch
+from roofline.model.costmodel import CostContext, Note, OpCost, op_cost, with_first_touch
 from roofline.model.cpu_runtime.heap_requests import first_touch_bytes
 from roofline.model.memory import MemoryBreakdown, default_reserve_bytes, memory_breakdown
 from roofline.workload.ops.base import PASSES, Op, Workload
@@ -226,8 +226,10 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
             loop = load_runtime(opts.runtime).training_loop_host_s
             opt = replace(opt, host_s=loop.optimizer_step.seconds(ptensors))
             around = loop.zero_grad.seconds(ptensors) + (loop.grad_scaler.seconds(ptensors) if amp else 0.0)
-            costs.append(OpCost("zero_grad and GradScaler", "loop", "update", 0.0, 0.0, 0.0, 0.0, around, 0.0,
-                                "overhead", "host", ("Python over the parameter list",), 0, True))
+            note = Note("training loop", f"Python over {ptensors} parameter tensors: zero_grad"
+                        f"{' and GradScaler' if amp else ''}, {around * 1e3:.3g} ms of host time")
+            costs.append(OpCost("zero_grad and GradScaler" if amp else "zero_grad", "loop", "update", 0.0, 0.0, 0.0,
+                                0.0, around, 0.0, "overhead", "host", (note,), 0, True))
         costs.append(opt)
         optimizer_s = opt.time_s
     if amp:
