@@ -20,8 +20,22 @@ def add_parser(subparsers: Any) -> None:
     add_step_args(p)
     p.add_argument("--allow-oversize", action="store_true",
                    help="predict time even when the batch does not fit the device memory")
+    add_parallel_args(p)
     add_json_flag(p)
     p.set_defaults(handler=run)
+
+
+def add_parallel_args(p: argparse.ArgumentParser) -> None:
+    """Data-parallel training: with --gpus, --batch is the global batch, split over every GPU."""
+    g = p.add_argument_group("data-parallel training (with --train)")
+    g.add_argument("--gpus", type=int, metavar="N", help="GPUs per node running DistributedDataParallel")
+    g.add_argument("--nodes", type=int, default=1, metavar="M", help="nodes of --gpus GPUs each (default 1)")
+    g.add_argument("--node", metavar="NAME", help="node profile (default: the one holding --gpu)")
+    g.add_argument("--bucket-cap-mb", type=float, default=25.0, metavar="MB", help="DDP bucket cap (default 25)")
+    g.add_argument("--grad-accum", type=int, default=1, metavar="K", help="micro-steps per all-reduce (default 1)")
+    g.add_argument("--grad-comm", choices=["fp32", "fp16", "bf16"],
+                   help="gradient dtype on the wire (fp16/bf16: DDP's compression hooks)")
+    g.add_argument("--allreduce", default="auto", metavar="ALGO", help="auto|ring|tree|hierarchical (default auto)")
 
 
 def layers(pred: StepPrediction) -> list[dict[str, Any]]:
@@ -77,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
 
     profile = selected_profile(args)
     precision = get_precision(args.precision)
+    if args.gpus is not None:
+        return run_data_parallel(args, profile, precision)
     name, build = workload_builder(model_request(args))
     batches = parse_batches(args.batch)
     if args.op and batches != [1]:
@@ -101,4 +117,60 @@ def run(args: argparse.Namespace) -> int:
     from roofline.report.predict_view import render_prediction
 
     render_prediction(out, preds)
+    return 0
+
+
+def data_parallel_dict(dp: Any) -> dict[str, Any]:
+    """The multi-GPU document: DESIGN's keys and what they follow from."""
+    fabric = dp.fabric
+    return {
+        "gpus": fabric.world, "gpus_per_node": fabric.intra.ranks, "nodes": fabric.nodes,
+        "per_gpu_batch": dp.single.batch_size, "accumulation_steps": dp.accumulation_steps,
+        "step_time_s": dp.step_time_s, "samples_per_s": dp.samples_per_s,
+        "single_gpu_step_time_s": dp.single.step_time_s, "scaling_efficiency": dp.scaling_efficiency,
+        "speedup": dp.scaling_efficiency * fabric.world,
+        "communication_s": dp.communication_s, "exposed_communication_s": dp.exposed_communication_s,
+        "backward_s": dp.backward_s, "gradient_bytes": dp.gradient_bytes,
+        "bus_bandwidth_bytes_per_s": fabric.bus_bandwidth_bytes_per_s,
+        "fabric": {"intra": vars(fabric.intra), "inter": vars(fabric.inter) if fabric.inter else None},
+        "buckets": [{"index": b.index, "tensors": b.tensors, "bytes": b.bytes, "ready_s": b.ready_s,
+                     "start_s": b.start_s, "end_s": b.end_s, "allreduce_s": b.allreduce_s} for b in dp.buckets],
+    }
+
+
+def run_data_parallel(args: argparse.Namespace, profile: Any, precision: Any) -> int:
+    from roofline.model.comm.data_parallel import predict_data_parallel
+    from roofline.model.comm.job import data_parallel_job
+    from roofline.step import predict_step
+    from roofline.workloads import workload_builder
+
+    if not args.train:
+        raise RooflineError("--gpus prices data-parallel training; add --train")
+    if args.op:
+        raise RooflineError("--gpus needs --model (a whole model's gradients), not --op")
+    batches = parse_batches(args.batch)
+    if len(batches) != 1:
+        raise RooflineError("--gpus takes one global --batch, not a list")
+    job = data_parallel_job(profile, args.node, args.gpus, args.nodes, batches[0], args.grad_accum,
+                            precision.master_weight_bytes, args.grad_comm, args.allreduce)
+    name, build = workload_builder(model_request(args))
+    workload = build(job.per_gpu_batch)
+    opts = StepOptions(train=True, optimizer=args.optimizer, pinned=args.pinned, sync_points=args.sync,
+                       channels_last=args.channels_last, reserve_bytes=args.reserve_bytes)
+    single = predict_step(workload, profile, precision, opts)
+    if not single.fits and not args.allow_oversize:
+        raise DoesNotFit(f"{name} at {job.per_gpu_batch} per GPU needs {single.memory.total / 2**30:.2f} GiB "
+                         f"but {single.device} has {single.capacity_bytes / 2**30:.2f} GiB; use a smaller --batch "
+                         "or more GPUs")
+    dp = predict_data_parallel(workload, single, job.fabric, job.grad_bytes, args.bucket_cap_mb,
+                               job.accumulation_steps, job.algorithm)
+    out = {"model": name, "device": profile.name, "node": job.node.name, "precision": precision.name,
+           "train": True, "batch_size": batches[0], **data_parallel_dict(dp),
+           "memory_bytes": single.memory.total, "layers": layers(single)}
+    if args.json:
+        print_json(out)
+        return 0
+    from roofline.report.parallel_view import render_data_parallel
+
+    render_data_parallel(out)
     return 0

@@ -1,0 +1,1 @@
+"""Cost models beyond one device's step: collectives and parallel training (comm/)."""

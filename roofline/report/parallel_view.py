@@ -1,0 +1,32 @@
+"""Text view of a data-parallel prediction: the step, where communication went, and the buckets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roofline.report.units import format_si
+
+
+def render_data_parallel(out: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]{out['model']}[/] training on {out['gpus']} x {out['device']} "
+                  f"({out['nodes']} x {out['node']}), {out['precision']}, global batch {out['batch_size']} = "
+                  f"{out['per_gpu_batch']} per GPU x {out['gpus']} GPUs x {out['accumulation_steps']} micro-steps")
+    console.print(f"step {format_si(out['step_time_s'], 's')} against {format_si(out['single_gpu_step_time_s'], 's')} "
+                  f"on one GPU: {out['samples_per_s']:.1f} samples/s, speed-up {out['speedup']:.2f}x of "
+                  f"{out['gpus']} (scaling efficiency {100 * out['scaling_efficiency']:.1f}%)")
+    console.print(f"gradients {format_si(out['gradient_bytes'], 'B')} all-reduced in {len(out['buckets'])} buckets at "
+                  f"{format_si(out['bus_bandwidth_bytes_per_s'], 'B/s')} bus bandwidth: "
+                  f"{format_si(out['communication_s'], 's')} of communication, "
+                  f"{format_si(out['exposed_communication_s'], 's')} exposed after a "
+                  f"{format_si(out['backward_s'], 's')} backward")
+    t = Table(title="DDP buckets (in backward order)")
+    for col in ("bucket", "tensors", "bytes", "ready", "start", "all-reduce", "end"):
+        t.add_column(col, justify="right")
+    for b in out["buckets"]:
+        t.add_row(str(b["index"]), str(b["tensors"]), format_si(b["bytes"], "B"), format_si(b["ready_s"], "s"),
+                  format_si(b["start_s"], "s"), format_si(b["allreduce_s"], "s"), format_si(b["end_s"], "s"))
+    console.print(t)

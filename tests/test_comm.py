@@ -1,0 +1,139 @@
+"""Collectives, fabrics and DDP against closed forms; the multi-GPU command's contract."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from roofline.hardware.fabric_load import find_link, find_node
+from roofline.model.comm.collectives import (
+    Fabric,
+    Tier,
+    hierarchical_allreduce_s,
+    ring_all_gather_s,
+    ring_allreduce_s,
+    ring_reduce_scatter_s,
+)
+from roofline.model.comm.data_parallel import FIRST_BUCKET_BYTES, build_buckets
+from roofline.model.comm.fabric import node_fabric
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def flat(n: int, bandwidth: float, latency: float = 0.0) -> Fabric:
+    return Fabric(Tier(n, bandwidth, latency, "test"))
+
+
+def test_ring_allreduce_moves_2_n_minus_1_over_n_of_the_bytes():
+    # 8 ranks, 1 GB at 100 GB/s, no latency: 2 * 7/8 * 1e9 / 1e11 = 0.0175 s
+    assert ring_allreduce_s(1e9, flat(8, 1e11)) == pytest.approx(0.0175)
+    # latency alone: 2 * (8 - 1) steps x 5 us = 70 us
+    assert ring_allreduce_s(1.0, flat(8, 1e30, 5e-6)) == pytest.approx(70e-6)
+
+
+def test_reduce_scatter_and_all_gather_are_each_half_an_allreduce():
+    # 4 ranks, 1 GB at 10 GB/s: 3/4 * 1e9 / 1e10 = 0.075 s each, 0.15 s together = the all-reduce
+    f = flat(4, 1e10)
+    assert ring_reduce_scatter_s(1e9, f) == pytest.approx(0.075)
+    assert ring_all_gather_s(1e9, f) == pytest.approx(0.075)
+    assert ring_allreduce_s(1e9, f) == pytest.approx(0.15)
+
+
+def test_one_rank_communicates_nothing():
+    assert ring_allreduce_s(1e9, flat(1, 1e9, 1e-3)) == 0.0
+
+
+def test_hierarchical_allreduce_across_nodes():
+    # 2 nodes x 4 GPUs; 800 MB; intra 100 GB/s, node NICs 40 GB/s together (10 GB/s per GPU's shard), no latency
+    # intra reduce-scatter + all-gather: 2 * 3/4 * 8e8 / 1e11 = 0.012 s
+    # inter all-reduce of a 200 MB shard between 2 nodes at 10 GB/s: 2 * 1/2 * 2e8 / 1e10 = 0.02 s
+    f = Fabric(Tier(4, 1e11, 0.0, "t"), 2, Tier(2, 4e10, 0.0, "t"))
+    assert hierarchical_allreduce_s(8e8, f) == pytest.approx(0.032)
+
+
+def test_dgx1_bus_bandwidth_is_six_nvlinks_one_direction():
+    # 6 links x 25 GB/s = 150 GB/s per GPU; 4 EDR ports x 12.5 GB/s = 50 GB/s per node
+    node = find_node("dgx-1-v100")
+    f = node_fabric(node, find_link(node.intra_link), find_link(node.nic_link), 8, 2)
+    assert f.intra.bus_bandwidth_bytes_per_s == pytest.approx(150e9)
+    assert f.inter.bus_bandwidth_bytes_per_s == pytest.approx(50e9)
+    assert f.world == 16
+
+
+def test_buckets_fill_in_order_first_one_small():
+    # 2 MiB tensors (in DDP's order) of fp32 = 8 MiB each... use 1 MiB elements x 4 bytes = 4 MiB per tensor:
+    # first bucket closes at its first tensor (4 MiB >= 1 MiB), then 25 MiB buckets take 7 tensors (28 MiB)
+    tensors = [(2**20, float(i)) for i in range(10)]
+    buckets = build_buckets(tensors, 4, 25 * 2**20)
+    assert [b[0] for b in buckets] == [1, 7, 2]
+    assert buckets[0][1] == 4 * 2**20 and FIRST_BUCKET_BYTES == 2**20
+    assert [b[2] for b in buckets] == [0.0, 7.0, 9.0]  # ready when the last tensor is
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "cli.py"), *args], capture_output=True, text=True,
+                          cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+
+
+def test_predict_gpus_document():
+    r = run_cli("predict", "--model", "resnet50", "--gpu", "v100", "--train", "--batch", "256", "--gpus", "8",
+                "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    for key in ("step_time_s", "samples_per_s", "scaling_efficiency", "communication_s",
+                "exposed_communication_s", "buckets"):
+        assert key in doc
+    assert doc["per_gpu_batch"] == 32
+    # ResNet-50 has 25,557,032 parameters (torchvision); fp32 gradients are 4 bytes each
+    assert doc["gradient_bytes"] == pytest.approx(25_557_032 * 4)
+    assert doc["step_time_s"] >= doc["single_gpu_step_time_s"]
+    assert 0 < doc["scaling_efficiency"] <= 1
+
+
+def test_single_device_prediction_unchanged_without_gpus():
+    from roofline.hardware import find_profile
+    from roofline.precision import get_precision
+    from roofline.step import StepOptions, predict_step
+    from roofline.zoo import build_workload
+
+    r = run_cli("predict", "--model", "resnet50", "--gpu", "v100", "--train", "--batch", "32", "--json")
+    doc = json.loads(r.stdout)
+    direct = predict_step(build_workload("resnet50", 32), find_profile("v100"), get_precision("fp32"),
+                          StepOptions(train=True))
+    assert doc["step_time_s"] == direct.step_time_s
+    assert "scaling_efficiency" not in doc and "buckets" not in doc
+
+
+@pytest.mark.parametrize("args", [
+    ("--gpus", "16"),  # more GPUs than a DGX-1 holds, no --nodes
+    ("--gpus", "8", "--node", "dgx-9"),  # unknown node
+    ("--gpus", "8", "--batch", "100"),  # 100 does not divide over 8 GPUs
+    ("--gpus", "8", "--nodes", "2", "--node", "8x-rtx-4090-pcie", "--gpu", "rtx-4090"),  # no NIC to price
+    ("--gpus", "8", "--allreduce", "butterfly"),
+])
+def test_bad_multi_gpu_input_is_one_line_exit_2(args):
+    base = ["predict", "--model", "resnet50", "--train"]
+    if "--gpu" not in args:
+        base += ["--gpu", "v100"]
+    if "--batch" not in args:
+        base += ["--batch", "256"]
+    r = run_cli(*base, *args)
+    assert r.returncode == 2
+    assert r.stderr.startswith("roofline: error:") and r.stderr.count("\n") == 1
+
+
+def test_link_profile_missing_a_figure_is_one_line_exit_2(tmp_path):
+    link = tmp_path / "link.yaml"
+    link.write_text("name: x\nkind: link\ntechnology: x\nscope: intra-node\n"
+                    "bandwidth_bytes_per_s: {value: 1.0e9, source: 'https://example.org'}\n")
+    node = (ROOT / "hardware_profiles/node/dgx-1-v100.yaml").read_text().replace("intra_link: nvlink-2",
+                                                                                  f"intra_link: {link}")
+    (tmp_path / "node.yaml").write_text(node)
+    r = run_cli("predict", "--model", "resnet50", "--gpu", "v100", "--train", "--batch", "256", "--gpus", "8",
+                "--node", str(tmp_path / "node.yaml"))
+    assert r.returncode == 2
+    assert "latency_s" in r.stderr and r.stderr.count("\n") == 1
