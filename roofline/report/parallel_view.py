@@ -30,3 +30,30 @@ def render_data_parallel(out: dict[str, Any]) -> None:
         t.add_row(str(b["index"]), str(b["tensors"]), format_si(b["bytes"], "B"), format_si(b["ready_s"], "s"),
                   format_si(b["start_s"], "s"), format_si(b["allreduce_s"], "s"), format_si(b["end_s"], "s"))
     console.print(t)
+
+
+def render_ddp_validation(out: dict[str, Any]) -> None:
+    """The live DDP run against its prediction: gloo's measured figures, the two runs, scaling."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    gloo = out["gloo"]
+    console.print(f"[bold]{out['model']}[/] DDP on {out['ranks']} gloo ranks, batch {out['per_rank_batch']} per rank; "
+                  f"gloo measured {format_si(gloo['bus_bandwidth_bytes_per_s'], 'B/s')} bus bandwidth, "
+                  f"{format_si(gloo['latency_s'], 's')} per step; profile {out['profile']['name']} "
+                  f"({out['profile']['source']})")
+    t = Table(title="step time, predicted against measured (median)")
+    for col in ("ranks", "predicted", "measured", "error", "communication predicted", "measured"):
+        t.add_column(col, justify="right")
+    for r in out["runs"]:
+        t.add_row(str(r["ranks"]), format_si(r["predicted_s"], "s"), format_si(r["measured_s"], "s"),
+                  f"{r['error_pct']:+.1f}%", format_si(r.get("predicted_communication_s"), "s"),
+                  format_si(r.get("measured_communication_s"), "s"))
+    console.print(t)
+    s = out["scaling_efficiency"]
+    console.print(f"scaling efficiency: predicted {100 * s['predicted']:.1f}%, measured {100 * s['measured']:.1f}% "
+                  f"({s['difference_points']:+.1f} points); communication "
+                  f"{'overlaps the backward' if out['overlap'] else 'is not hidden: the ranks leave no core idle'}")
+    for w in out["profile"]["warnings"]:
+        console.print(f"[yellow]warning:[/] {w}")

@@ -110,9 +110,12 @@ def build_buckets(tensors: list[tuple[float, float]], bytes_per_element: float, 
 
 def predict_data_parallel(workload: Workload, single: StepPrediction, fabric: Fabric, grad_bytes: int,
                           bucket_cap_mb: float = DEFAULT_BUCKET_CAP_MB, accumulation_steps: int = 1,
-                          algorithm: str = "auto") -> DataParallelPrediction:
+                          algorithm: str = "auto", overlap: bool = True) -> DataParallelPrediction:
     """One DDP step on `fabric`: `accumulation_steps` micro-steps of `single`, the last one all-reducing
-    `grad_bytes`-byte gradients in buckets while its backward runs."""
+    `grad_bytes`-byte gradients in buckets while its backward runs.
+
+    `overlap=False` is for ranks that leave no core idle (CPU ranks whose threads fill the machine): the
+    backend's communication thread then takes its time from the backward, so nothing is hidden."""
     tensors, backward_s = gradient_ready_times(workload, single)
     clock = 0.0
     buckets = []
@@ -120,7 +123,8 @@ def predict_data_parallel(workload: Workload, single: StepPrediction, fabric: Fa
         start = max(ready, clock)
         clock = start + allreduce_s(nbytes, fabric, algorithm)
         buckets.append(Bucket(index, count, nbytes, ready, start, clock))
-    exposed = max(0.0, clock - backward_s) if fabric.world > 1 else 0.0
+    communication = sum(b.end_s - b.start_s for b in buckets)
+    exposed = (max(0.0, clock - backward_s) if overlap else communication) if fabric.world > 1 else 0.0
     step = accumulation_steps * single.step_time_s + exposed
     gradient_bytes = sum(b.bytes for b in buckets)
     return DataParallelPrediction(single, fabric, accumulation_steps, gradient_bytes, backward_s, step, buckets)

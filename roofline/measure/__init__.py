@@ -1,0 +1,1 @@
+"""Live measurements with torch: collectives between local processes, data-parallel runs."""
