@@ -137,3 +137,34 @@ def test_link_profile_missing_a_figure_is_one_line_exit_2(tmp_path):
                 "--node", str(tmp_path / "node.yaml"))
     assert r.returncode == 2
     assert "latency_s" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_scaling_lesson_closed_form():
+    from roofline.model.comm.scaling import amdahl_speedup, fixed_fraction_for
+
+    # 56x on 100 GPUs: C / T1 = (100 / 56 - 1) / 100 = 0.0078571...
+    assert fixed_fraction_for(56, 100) == pytest.approx((100 / 56 - 1) / 100)
+    assert amdahl_speedup(100, fixed_fraction_for(56, 100)) == pytest.approx(56)
+    assert amdahl_speedup(1, 0.5) == pytest.approx(1)
+
+
+def test_world_sizes_fill_a_node_then_whole_nodes():
+    from roofline.model.comm.scaling import world_sizes
+
+    assert world_sizes(8, 64) == [(1, 1), (2, 1), (4, 1), (8, 1), (8, 2), (8, 4), (8, 8)]
+    assert world_sizes(8, 6)[-1] == (6, 1)
+
+
+def test_no_overlap_exposes_every_allreduce():
+    # CPU ranks with no idle core: the whole communication is added to the step
+    from roofline.hardware import find_profile
+    from roofline.model.comm.data_parallel import predict_data_parallel
+    from roofline.precision import get_precision
+    from roofline.step import StepOptions, predict_step
+    from roofline.zoo import build_workload
+
+    w = build_workload("mlp", 8)
+    single = predict_step(w, find_profile("v100"), get_precision("fp32"), StepOptions(train=True))
+    dp = predict_data_parallel(w, single, flat(2, 1e9, 1e-4), 4, overlap=False)
+    assert dp.exposed_communication_s == pytest.approx(dp.communication_s)
+    assert dp.step_time_s == pytest.approx(single.step_time_s + dp.communication_s)

@@ -57,3 +57,28 @@ def render_ddp_validation(out: dict[str, Any]) -> None:
                   f"{'overlaps the backward' if out['overlap'] else 'is not hidden: the ranks leave no core idle'}")
     for w in out["profile"]["warnings"]:
         console.print(f"[yellow]warning:[/] {w}")
+
+
+def render_scaling_lesson(out: dict[str, Any]) -> None:
+    """Why N GPUs give less than N x: the fixed part, then the model's own strong-scaling sweep."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    n, s, c = out["gpus"], out["speedup"], out["fixed_fraction_of_one_gpu_step"]
+    console.print(f"[bold]Why {n} GPUs give {s:g}x, not {n}x[/]")
+    console.print(f"{out['formula']}")
+    console.print(f"{n} GPUs at {s:g}x: C / T1 = ({n} / {s:g} - 1) / {n} = {100 * c:.2f}% of the one-GPU step "
+                  f"does not shrink (the all-reduce the shorter backward no longer hides, its latency steps); "
+                  f"at N = {n} it is {100 * n * c / (1 + n * c):.0f}% of each step.")
+    console.print("  ".join(f"{p['gpus']}: {p['speedup']:.1f}x" for p in out["curve"]))
+    if "model" in out:
+        m = out["model"]
+        t = Table(title=f"{m['name']} at global batch {m['global_batch']} on {m['node']} nodes (predicted)")
+        for col in ("GPUs", "batch/GPU", "step", "all-reduce", "exposed", "backward", "speed-up", "efficiency"):
+            t.add_column(col, justify="right")
+        for p in m["points"]:
+            t.add_row(str(p["gpus"]), str(p["per_gpu_batch"]), format_si(p["step_time_s"], "s"),
+                      format_si(p["communication_s"], "s"), format_si(p["exposed_communication_s"], "s"),
+                      format_si(p["backward_s"], "s"), f"{p['speedup']:.1f}x", f"{100 * p['scaling_efficiency']:.0f}%")
+        console.print(t)
