@@ -145,7 +145,7 @@ def test_scaling_lesson_closed_form():
     # 56x on 100 GPUs: C / T1 = (100 / 56 - 1) / 100 = 0.0078571...
     assert fixed_fraction_for(56, 100) == pytest.approx((100 / 56 - 1) / 100)
     assert amdahl_speedup(100, fixed_fraction_for(56, 100)) == pytest.approx(56)
-    assert amdahl_speedup(1, 0.5) == pytest.approx(1)
+    assert amdahl_speedup(2, 0.0) == pytest.approx(2)  # nothing fixed: linear
 
 
 def test_world_sizes_fill_a_node_then_whole_nodes():
