@@ -168,3 +168,31 @@ def test_no_overlap_exposes_every_allreduce():
     dp = predict_data_parallel(w, single, flat(2, 1e9, 1e-4), 4, overlap=False)
     assert dp.exposed_communication_s == pytest.approx(dp.communication_s)
     assert dp.step_time_s == pytest.approx(single.step_time_s + dp.communication_s)
+
+
+def test_advise_train_gpus_recommends_a_count_with_reasons():
+    r = run_cli("advise", "--train", "--model", "resnet50", "--gpu", "v100", "--gpus", "16", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    dp = doc["data_parallel"]
+    assert [p["gpus"] for p in dp["sweep"]] == [1, 2, 4, 8, 16]
+    assert 1 <= doc["recommended"]["gpus"] <= 16
+    assert any("all-reduces" in reason for reason in dp["reasons"])
+
+
+def test_explain_scaling_lesson_document():
+    r = run_cli("explain", "--scaling", "--gpu", "v100", "--json")
+    doc = json.loads(r.stdout)
+    assert doc["fixed_fraction_of_one_gpu_step"] == pytest.approx((100 / 56 - 1) / 100)
+    at_100 = next(p for p in doc["curve"] if p["gpus"] == 100)
+    assert at_100["speedup"] == pytest.approx(56)
+
+
+def test_tensor_parallel_two_allreduces_per_layer():
+    from roofline.model.comm.tensor_parallel import tensor_parallel_token_s, tp_message_bytes
+
+    # one token of a 4096-wide model in fp16: 4096 x 2 = 8192 bytes per all-reduce
+    assert tp_message_bytes(hidden_size=4096, tokens=1, element_bytes=2) == 8192
+    # 32 layers x 2 all-reduces x ring on 8 ranks, no latency: 64 x 2 x 7/8 x 8192 / 1e11
+    f = flat(8, 1e11)
+    assert tensor_parallel_token_s(8192, 32, f) == pytest.approx(64 * 2 * 7 / 8 * 8192 / 1e11)

@@ -27,8 +27,56 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--reserve-bytes", type=float, metavar="BYTES", help="device memory unavailable to tensors")
     p.add_argument("--plot", metavar="DIR|FILE.png|FILE.svg",
                    help="write the roofline and batch-sweep plots (into DIR as a PNG, or to FILE)")
+    g = p.add_argument_group("data-parallel training (with --train)")
+    g.add_argument("--gpus", type=int, metavar="N", help="most GPUs to consider (advises how many, up to N)")
+    g.add_argument("--node", metavar="NAME", help="node profile (default: the one holding --gpu)")
+    g.add_argument("--min-efficiency", type=float, default=0.9, metavar="E",
+                   help="scaling efficiency a GPU count must keep to be recommended (default 0.9)")
     add_json_flag(p)
     p.set_defaults(handler=run)
+
+
+def data_parallel_advice(args: argparse.Namespace, profile: Any, advice: Any, build: Any,
+                         opts: Any) -> dict[str, Any]:
+    """How many GPUs at the recommended per-GPU batch: the largest count keeping --min-efficiency, and where the
+    all-reduce outgrows the backward that hides it."""
+    from roofline.errors import RooflineError
+    from roofline.model.comm.job import node_for
+    from roofline.model.comm.scaling import weak_scaling
+    from roofline.precision import get_precision
+    from roofline.report.units import format_si
+
+    if not args.train:
+        raise RooflineError("--gpus advises data-parallel training; add --train")
+    if args.gpus < 1 or not 0 < args.min_efficiency <= 1:
+        raise RooflineError("--gpus must be positive and --min-efficiency in (0, 1]")
+    node = node_for(profile, args.node)
+    precision = get_precision(advice.recommended_precision)
+    points = weak_scaling(build, profile, precision, opts, node, advice.recommended_batch, args.gpus,
+                          precision.master_weight_bytes)
+    keeping = [p for p in points if p.scaling_efficiency >= args.min_efficiency]
+    best = keeping[-1] if keeping else points[0]
+    dominated = next((p for p in points if p.communication_s > p.backward_s), None)
+    last = points[-1]
+    gradient_bytes = float(build(advice.recommended_batch).params()) * precision.master_weight_bytes
+    reasons = [
+        f"each step all-reduces {format_si(gradient_bytes, 'B')} of gradients; one backward at batch "
+        f"{advice.recommended_batch} per GPU lasts {format_si(last.backward_s, 's')} to hide it in",
+        f"on {last.gpus} GPUs ({last.nodes} x {node.name}) the all-reduce takes "
+        f"{format_si(last.communication_s, 's')}, {format_si(last.exposed_communication_s, 's')} of it exposed: "
+        "scaling efficiency "
+        f"{100 * last.scaling_efficiency:.1f}%",
+        (f"communication outgrows the backward from {dominated.gpus} GPUs ({format_si(dominated.communication_s, 's')} "
+         f"against {format_si(dominated.backward_s, 's')}): the knee" if dominated else
+         f"up to {last.gpus} GPUs the all-reduce stays shorter than the backward: no knee in range"),
+        f"{best.gpus} GPUs keep {100 * best.scaling_efficiency:.1f}% >= {100 * args.min_efficiency:.0f}% efficiency: "
+        f"{best.samples_per_s:.0f} samples/s, {best.speedup:.2f}x one GPU",
+    ]
+    return {"recommended": {"batch_size": advice.recommended_batch, "precision": advice.recommended_precision,
+                            "gpus": best.gpus, "nodes": best.nodes},
+            "node": node.name, "knee_gpus": dominated.gpus if dominated else None,
+            "sweep": [{**vars(p), "scaling_efficiency": p.scaling_efficiency} for p in points], "reasons": reasons}
+
 
 
 def sweep_rows(advice: Any) -> list[dict[str, Any]]:
@@ -71,6 +119,10 @@ def run(args: argparse.Namespace) -> int:
                        reserve_bytes=args.reserve_bytes)
     advice = advise(name, build, profile, args.train, args.precision, opts)
     out = advice_dict(advice)
+    if args.gpus is not None:
+        out["data_parallel"] = data_parallel_advice(args, profile, advice, build, opts)
+        out["recommended"]["gpus"] = out["data_parallel"]["recommended"]["gpus"]
+        out["reasons"] = [*out["reasons"], *out["data_parallel"]["reasons"]]
     if plot_target is not None:
         from roofline.report.plots import write_advice_plots
 

@@ -36,6 +36,8 @@ def add_parallel_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--grad-comm", choices=["fp32", "fp16", "bf16"],
                    help="gradient dtype on the wire (fp16/bf16: DDP's compression hooks)")
     g.add_argument("--allreduce", default="auto", metavar="ALGO", help="auto|ring|tree|hierarchical (default auto)")
+    g.add_argument("--plot", metavar="DIR|FILE.png|FILE.svg",
+                   help="with --gpus: draw predicted speed-up against GPU count (1 up to gpus x nodes) and the ideal")
 
 
 def layers(pred: StepPrediction) -> list[dict[str, Any]]:
@@ -167,6 +169,8 @@ def run_data_parallel(args: argparse.Namespace, profile: Any, precision: Any) ->
     out = {"model": name, "device": profile.name, "node": job.node.name, "precision": precision.name,
            "train": True, "batch_size": batches[0], **data_parallel_dict(dp),
            "memory_bytes": single.memory.total, "layers": layers(single)}
+    if args.plot:
+        out["plot"] = _scaling_plot(args, profile, precision, build, opts, job, name)
     if args.json:
         print_json(out)
         return 0
@@ -174,3 +178,16 @@ def run_data_parallel(args: argparse.Namespace, profile: Any, precision: Any) ->
 
     render_data_parallel(out)
     return 0
+
+
+def _scaling_plot(args: argparse.Namespace, profile: Any, precision: Any, build: Any, opts: StepOptions, job: Any,
+                  name: str) -> str:
+    from roofline.model.comm.scaling import weak_scaling
+    from roofline.report.plots import plot_path
+    from roofline.report.scaling_plot import write_scaling_plot
+
+    target = plot_path(args.plot, f"{name}-scaling", profile.name)
+    points = weak_scaling(build, profile, precision, opts, job.node, job.per_gpu_batch, job.fabric.world,
+                          job.grad_bytes)
+    return write_scaling_plot(points, f"{name} on {job.node.name}, batch {job.per_gpu_batch} per GPU, "
+                              f"{precision.name}", target)
