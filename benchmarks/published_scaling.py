@@ -29,9 +29,9 @@ def predicted_efficiency(row: dict[str, Any]) -> float:
     from roofline.hardware.fabric_load import find_link, find_node
     from roofline.model.comm.data_parallel import predict_data_parallel
     from roofline.model.comm.fabric import node_fabric
-    from roofline.precision import get_precision
-    from roofline.step import StepOptions, predict_step
-    from roofline.zoo import build_workload
+    from roofline.model.step import StepOptions, predict_step
+    from roofline.workload.precision import get_precision
+    from roofline.workload.zoo import build_workload
 
     node = find_node(row["node"])
     precision = get_precision(row["precision"])

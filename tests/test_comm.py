@@ -96,9 +96,9 @@ def test_predict_gpus_document():
 
 def test_single_device_prediction_unchanged_without_gpus():
     from roofline.hardware import find_profile
-    from roofline.precision import get_precision
-    from roofline.step import StepOptions, predict_step
-    from roofline.zoo import build_workload
+    from roofline.model.step import StepOptions, predict_step
+    from roofline.workload.precision import get_precision
+    from roofline.workload.zoo import build_workload
 
     r = run_cli("predict", "--model", "resnet50", "--gpu", "v100", "--train", "--batch", "32", "--json")
     doc = json.loads(r.stdout)
@@ -159,9 +159,9 @@ def test_no_overlap_exposes_every_allreduce():
     # CPU ranks with no idle core: the whole communication is added to the step
     from roofline.hardware import find_profile
     from roofline.model.comm.data_parallel import predict_data_parallel
-    from roofline.precision import get_precision
-    from roofline.step import StepOptions, predict_step
-    from roofline.zoo import build_workload
+    from roofline.model.step import StepOptions, predict_step
+    from roofline.workload.precision import get_precision
+    from roofline.workload.zoo import build_workload
 
     w = build_workload("mlp", 8)
     single = predict_step(w, find_profile("v100"), get_precision("fp32"), StepOptions(train=True))

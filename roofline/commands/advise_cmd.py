@@ -43,8 +43,8 @@ def data_parallel_advice(args: argparse.Namespace, profile: Any, advice: Any, bu
     from roofline.errors import RooflineError
     from roofline.model.comm.job import node_for
     from roofline.model.comm.scaling import weak_scaling
-    from roofline.precision import get_precision
-    from roofline.report.units import format_si
+    from roofline.units import format_si
+    from roofline.workload.precision import get_precision
 
     if not args.train:
         raise RooflineError("--gpus advises data-parallel training; add --train")
@@ -102,10 +102,10 @@ def advice_dict(advice: Any) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.advisor import advise
+    from roofline.advise.advisor import advise
     from roofline.commands.model_args import model_request
-    from roofline.step import StepOptions
-    from roofline.workloads import workload_builder
+    from roofline.model.step import StepOptions
+    from roofline.workload.request import workload_builder
 
     profile = selected_profile(args)
     name, build = workload_builder(model_request(args))

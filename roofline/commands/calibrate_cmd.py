@@ -53,7 +53,7 @@ def run_comm(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    from roofline.report.units import format_si
+    from roofline.units import format_si
 
     for size, t in fit.times_s.items():
         print(f"all-reduce {format_si(size, 'B'):>10} on {fit.ranks} gloo ranks: {format_si(t, 's')}")
@@ -63,13 +63,13 @@ def run_comm(args: argparse.Namespace) -> int:
 
 
 def _target(args: argparse.Namespace, profile_name: str) -> Path:
-    from roofline.calibrate import calibrated_path
+    from roofline.measure.calibrate import calibrated_path
 
     return Path(args.out) if args.out else calibrated_path(profile_name)
 
 
 def _dtypes(text: str | None) -> tuple[str, ...] | None:
-    from roofline.bench.gemm import CPU_TORCH_DTYPES, CUDA_TORCH_DTYPES
+    from roofline.measure.probes.gemm import CPU_TORCH_DTYPES, CUDA_TORCH_DTYPES
 
     if text is None:
         return None
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from roofline import calibrate
+    from roofline.measure import calibrate
 
     if args.comm:
         return run_comm(args)
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         print_json({"measured": result.measured.model_dump(mode="json"), "profile_path": str(path.resolve()),
                     "details": result.details, "warnings": result.warnings})
         return 0
-    from roofline.bench.render import render_calibration
+    from roofline.report.calibrate_view import render_calibration
 
     render_calibration(result, path, Console())
     return 0

@@ -42,9 +42,9 @@ def run_scaling(args: argparse.Namespace) -> int:
     if args.model:
         from roofline.model.comm.job import node_for
         from roofline.model.comm.scaling import strong_scaling
-        from roofline.precision import get_precision
-        from roofline.step import StepOptions
-        from roofline.workloads import ModelRequest, workload_builder
+        from roofline.model.step import StepOptions
+        from roofline.workload.precision import get_precision
+        from roofline.workload.request import ModelRequest, workload_builder
 
         profile = selected_profile(args)
         precision = get_precision(args.precision)
@@ -66,7 +66,7 @@ def run_scaling(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.scaling:
         return run_scaling(args)
-    from roofline.explain import explain
+    from roofline.advise.explain import explain
 
     out = explain(selected_profile(args), args.precision)
     if args.json:

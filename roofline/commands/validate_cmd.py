@@ -43,8 +43,8 @@ def add_parser(subparsers: Any) -> None:
 
 def run_ranks(args: argparse.Namespace) -> int:
     from roofline.errors import RooflineError
-    from roofline.measure.ddp_validate import validate_data_parallel, validation_dict
-    from roofline.validate import choose_profile
+    from roofline.validate.data_parallel import validate_data_parallel, validation_dict
+    from roofline.validate.profile_choice import choose_profile
 
     if not args.train:
         raise RooflineError("--ranks runs data-parallel training; add --train")
@@ -69,7 +69,8 @@ def run_ranks(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from roofline.validate import validate, validation_dict
+    from roofline.validate.document import validation_dict
+    from roofline.validate.run import validate
 
     if args.ranks is not None:
         return run_ranks(args)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.errors import RooflineError
-from roofline.workloads import ModelRequest
+from roofline.workload.request import ModelRequest
 
 ALLREDUCE_SIZES_BYTES = (4, 4096, 65536, 1 << 20, 4 << 20, 16 << 20, 32 << 20)
 """From one float (latency) to 32 MiB (beyond DDP's 25 MiB bucket: bandwidth)."""
@@ -98,8 +98,8 @@ def _ddp_worker(rank: int, world: int, port: int, req: ModelRequest, batch: int,
                 bucket_cap_mb: float, queue: Any) -> None:
     import torch
 
-    from roofline.live import make_step
-    from roofline.validate import live_input, live_model
+    from roofline.measure.live import make_step
+    from roofline.measure.live_model import live_input, live_model
 
     dist = _init(rank, world, port)
     torch.manual_seed(0)

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from roofline.model.comm.collectives import Fabric, allreduce_s
-from roofline.ops.base import Workload
-from roofline.step import StepPrediction
+from roofline.model.step import StepPrediction
+from roofline.workload.ops.base import Workload
 
 FIRST_BUCKET_BYTES = 1024 * 1024
 """torch.distributed's `_DEFAULT_FIRST_BUCKET_BYTES` (1 MiB): DDP starts its first all-reduce early."""

@@ -18,9 +18,9 @@ from roofline.hardware.fabric_schema import NodeProfile
 from roofline.hardware.schema import Profile
 from roofline.model.comm.data_parallel import predict_data_parallel
 from roofline.model.comm.fabric import node_fabric
-from roofline.ops.base import Workload
-from roofline.precision import Precision
-from roofline.step import StepOptions, StepPrediction, predict_step
+from roofline.model.step import StepOptions, StepPrediction, predict_step
+from roofline.workload.ops.base import Workload
+from roofline.workload.precision import Precision
 
 
 @dataclass(frozen=True)
