@@ -196,3 +196,11 @@ def test_tensor_parallel_two_allreduces_per_layer():
     # 32 layers x 2 all-reduces x ring on 8 ranks, no latency: 64 x 2 x 7/8 x 8192 / 1e11
     f = flat(8, 1e11)
     assert tensor_parallel_token_s(8192, 32, f) == pytest.approx(64 * 2 * 7 / 8 * 8192 / 1e11)
+
+
+def test_hw_show_node_gives_its_bus_bandwidth():
+    # DGX A100: 12 NVLinks x 25 GB/s = 300 GB/s per GPU; 8 HDR ports x 25 GB/s = 200 GB/s per node
+    doc = json.loads(run_cli("hw", "show", "dgx-a100", "--json").stdout)
+    assert doc["kind"] == "node"
+    assert doc["bus_bandwidth_bytes_per_s"] == pytest.approx(300e9)
+    assert doc["nic_bandwidth_bytes_per_s"] == pytest.approx(200e9)
