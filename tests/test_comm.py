@@ -177,7 +177,7 @@ def test_advise_train_gpus_recommends_a_count_with_reasons():
     dp = doc["data_parallel"]
     assert [p["gpus"] for p in dp["sweep"]] == [1, 2, 4, 8, 16]
     assert 1 <= doc["recommended"]["gpus"] <= 16
-    assert any("all-reduces" in reason for reason in dp["reasons"])
+    assert any("all-reduces" in reason["text"] for reason in dp["reasons"])
 
 
 def test_explain_scaling_lesson_document():

@@ -60,17 +60,23 @@ def data_parallel_advice(args: argparse.Namespace, profile: Any, advice: Any, bu
     last = points[-1]
     gradient_bytes = float(build(advice.recommended_batch).params()) * precision.master_weight_bytes
     reasons = [
-        f"each step all-reduces {format_si(gradient_bytes, 'B')} of gradients; one backward at batch "
-        f"{advice.recommended_batch} per GPU lasts {format_si(last.backward_s, 's')} to hide it in",
-        f"on {last.gpus} GPUs ({last.nodes} x {node.name}) the all-reduce takes "
-        f"{format_si(last.communication_s, 's')}, {format_si(last.exposed_communication_s, 's')} of it exposed: "
-        "scaling efficiency "
-        f"{100 * last.scaling_efficiency:.1f}%",
-        (f"communication outgrows the backward from {dominated.gpus} GPUs ({format_si(dominated.communication_s, 's')} "
-         f"against {format_si(dominated.backward_s, 's')}): the knee" if dominated else
-         f"up to {last.gpus} GPUs the all-reduce stays shorter than the backward: no knee in range"),
-        f"{best.gpus} GPUs keep {100 * best.scaling_efficiency:.1f}% >= {100 * args.min_efficiency:.0f}% efficiency: "
-        f"{best.samples_per_s:.0f} samples/s, {best.speedup:.2f}x one GPU",
+        {"kind": "gradients", "gradient_bytes": gradient_bytes, "backward_s": last.backward_s,
+         "text": f"each step all-reduces {format_si(gradient_bytes, 'B')} of gradients; one backward at batch "
+                 f"{advice.recommended_batch} per GPU lasts {format_si(last.backward_s, 's')} to hide it in"},
+        {"kind": "communication", "gpus": last.gpus, "communication_s": last.communication_s,
+         "exposed_communication_s": last.exposed_communication_s, "scaling_efficiency": last.scaling_efficiency,
+         "text": f"on {last.gpus} GPUs ({last.nodes} x {node.name}) the all-reduce takes "
+                 f"{format_si(last.communication_s, 's')}, {format_si(last.exposed_communication_s, 's')} of it "
+                 f"exposed: scaling efficiency {100 * last.scaling_efficiency:.1f}%"},
+        {"kind": "knee", "gpus": dominated.gpus if dominated else None,
+         "text": (f"communication outgrows the backward from {dominated.gpus} GPUs "
+                  f"({format_si(dominated.communication_s, 's')} against {format_si(dominated.backward_s, 's')}): "
+                  "the knee" if dominated else
+                  f"up to {last.gpus} GPUs the all-reduce stays shorter than the backward: no knee in range")},
+        {"kind": "gpu-count", "gpus": best.gpus, "scaling_efficiency": best.scaling_efficiency,
+         "samples_per_s": best.samples_per_s,
+         "text": f"{best.gpus} GPUs keep {100 * best.scaling_efficiency:.1f}% >= {100 * args.min_efficiency:.0f}% "
+                 f"efficiency: {best.samples_per_s:.0f} samples/s, {best.speedup:.2f}x one GPU"},
     ]
     return {"recommended": {"batch_size": advice.recommended_batch, "precision": advice.recommended_precision,
                             "gpus": best.gpus, "nodes": best.nodes},
