@@ -204,3 +204,33 @@ def test_hw_show_node_gives_its_bus_bandwidth():
     assert doc["kind"] == "node"
     assert doc["bus_bandwidth_bytes_per_s"] == pytest.approx(300e9)
     assert doc["nic_bandwidth_bytes_per_s"] == pytest.approx(200e9)
+
+
+def test_sharding_moves_three_halves_of_ddp_bytes_and_divides_state():
+    # ZeRO-3 / FSDP: all-gather (forward) + all-gather (backward) + reduce-scatter = 3 (n-1)/n P against
+    # DDP's all-reduce 2 (n-1)/n P; with no latency the ratio of bandwidth terms is exactly 3/2
+    from roofline.hardware import find_profile
+    from roofline.model.comm.sharded import predict_sharded
+    from roofline.model.step import StepOptions, predict_step
+    from roofline.workload.precision import get_precision
+    from roofline.workload.zoo import build_workload
+
+    w = build_workload("resnet50", 32)
+    single = predict_step(w, find_profile("v100"), get_precision("fp32"), StepOptions(train=True))
+    f = flat(8, 1e11)
+    sharded = predict_sharded(w, single, f, 4)
+    assert sharded.communication_s == pytest.approx(1.5 * ring_allreduce_s(25_557_032 * 4, f))
+    # gradients and optimizer state divided by 8
+    assert sharded.memory.gradients == pytest.approx(single.memory.gradients / 8)
+    assert sharded.memory.total < single.memory.total
+
+
+def test_shard_full_fits_what_a_replica_does_not():
+    base = ["predict", "--model", "vgg16", "--gpu", "v100", "--train", "--batch", "1280", "--gpus", "8",
+            "--optimizer", "adam", "--json"]
+    replica = run_cli(*base)
+    sharded = run_cli(*base, "--shard", "full")
+    assert replica.returncode == 2 and "--shard full" in replica.stderr
+    assert sharded.returncode == 0, sharded.stderr
+    doc = json.loads(sharded.stdout)
+    assert doc["sharding"] == "full" and doc["memory_bytes"] < doc["replica_memory_bytes"]

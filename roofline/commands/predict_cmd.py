@@ -36,6 +36,9 @@ def add_parallel_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--grad-comm", choices=["fp32", "fp16", "bf16"],
                    help="gradient dtype on the wire (fp16/bf16: DDP's compression hooks)")
     g.add_argument("--allreduce", default="auto", metavar="ALGO", help="auto|ring|tree|hierarchical (default auto)")
+    g.add_argument("--shard", choices=["none", "full"], default="none",
+                   help="full: FSDP FULL_SHARD / ZeRO-3 (parameters, gradients, optimizer state sharded) instead of "
+                        "DDP; the way to fit a model whose replica does not")
     g.add_argument("--plot", metavar="DIR|FILE.png|FILE.svg",
                    help="with --gpus: draw predicted speed-up against GPU count (1 up to gpus x nodes) and the ideal")
 
@@ -160,15 +163,18 @@ def run_data_parallel(args: argparse.Namespace, profile: Any, precision: Any) ->
     opts = StepOptions(train=True, optimizer=args.optimizer, pinned=args.pinned, sync_points=args.sync,
                        channels_last=args.channels_last, reserve_bytes=args.reserve_bytes)
     single = predict_step(workload, profile, precision, opts)
-    if not single.fits and not args.allow_oversize:
-        raise DoesNotFit(f"{name} at {job.per_gpu_batch} per GPU needs {single.memory.total / 2**30:.2f} GiB "
-                         f"but {single.device} has {single.capacity_bytes / 2**30:.2f} GiB; use a smaller --batch "
-                         "or more GPUs")
-    dp = predict_data_parallel(workload, single, job.fabric, job.grad_bytes, args.bucket_cap_mb,
-                               job.accumulation_steps, job.algorithm)
-    out = {"model": name, "device": profile.name, "node": job.node.name, "precision": precision.name,
-           "train": True, "batch_size": batches[0], **data_parallel_dict(dp),
-           "memory_bytes": single.memory.total, "layers": layers(single)}
+    if args.shard == "full":
+        out = _sharded_document(args, name, profile, precision, batches[0], workload, single, job)
+    else:
+        if not single.fits and not args.allow_oversize:
+            raise DoesNotFit(f"{name} at {job.per_gpu_batch} per GPU needs {single.memory.total / 2**30:.2f} GiB "
+                             f"but {single.device} has {single.capacity_bytes / 2**30:.2f} GiB; use a smaller "
+                             "--batch, more GPUs, or --shard full to shard parameters, gradients and optimizer state")
+        dp = predict_data_parallel(workload, single, job.fabric, job.grad_bytes, args.bucket_cap_mb,
+                                   job.accumulation_steps, job.algorithm)
+        out = {"model": name, "device": profile.name, "node": job.node.name, "precision": precision.name,
+               "train": True, "batch_size": batches[0], "sharding": "none", **data_parallel_dict(dp),
+               "memory_bytes": single.memory.total, "layers": layers(single)}
     if args.plot:
         out["plot"] = _scaling_plot(args, profile, precision, build, opts, job, name)
     if args.json:
@@ -191,3 +197,27 @@ def _scaling_plot(args: argparse.Namespace, profile: Any, precision: Any, build:
                           job.grad_bytes)
     return write_scaling_plot(points, f"{name} on {job.node.name}, batch {job.per_gpu_batch} per GPU, "
                               f"{precision.name}", target)
+
+
+def _sharded_document(args: argparse.Namespace, name: str, profile: Any, precision: Any, batch: int, workload: Any,
+                      single: Any, job: Any) -> dict[str, Any]:
+    from roofline.model.comm.sharded import predict_sharded
+
+    if job.accumulation_steps != 1:
+        raise RooflineError("--shard full prices one micro-step per all-gather; leave out --grad-accum")
+    sharded = predict_sharded(workload, single, job.fabric, job.grad_bytes)
+    if sharded.memory.total > single.capacity_bytes and not args.allow_oversize:
+        raise DoesNotFit(f"{name} at {job.per_gpu_batch} per GPU needs {sharded.memory.total / 2**30:.2f} GiB even "
+                         f"sharded over {job.fabric.world} GPUs; {single.device} has "
+                         f"{single.capacity_bytes / 2**30:.2f} GiB")
+    fabric = job.fabric
+    return {"model": name, "device": profile.name, "node": job.node.name, "precision": precision.name, "train": True,
+            "batch_size": batch, "sharding": "full", "gpus": fabric.world, "gpus_per_node": fabric.intra.ranks,
+            "nodes": fabric.nodes, "per_gpu_batch": single.batch_size, "accumulation_steps": 1,
+            "step_time_s": sharded.step_time_s, "samples_per_s": sharded.samples_per_s,
+            "single_gpu_step_time_s": single.step_time_s, "scaling_efficiency": sharded.scaling_efficiency,
+            "speedup": sharded.scaling_efficiency * fabric.world, "communication_s": sharded.communication_s,
+            "exposed_communication_s": sharded.exposed_communication_s, "buckets": [],
+            "bus_bandwidth_bytes_per_s": fabric.bus_bandwidth_bytes_per_s,
+            "memory_bytes": sharded.memory.total, "memory": sharded.memory.as_dict(),
+            "replica_memory_bytes": single.memory.total, "layers": layers(single)}

@@ -15,6 +15,14 @@ def render_data_parallel(out: dict[str, Any]) -> None:
     console.print(f"[bold]{out['model']}[/] training on {out['gpus']} x {out['device']} "
                   f"({out['nodes']} x {out['node']}), {out['precision']}, global batch {out['batch_size']} = "
                   f"{out['per_gpu_batch']} per GPU x {out['gpus']} GPUs x {out['accumulation_steps']} micro-steps")
+    if out.get("sharding") == "full":
+        console.print(f"fully sharded (FSDP FULL_SHARD / ZeRO-3): {format_si(out['memory_bytes'], 'B')} per GPU "
+                      f"against {format_si(out['replica_memory_bytes'], 'B')} for a replica; step "
+                      f"{format_si(out['step_time_s'], 's')} against {format_si(out['single_gpu_step_time_s'], 's')} "
+                      f"on one GPU ({100 * out['scaling_efficiency']:.1f}% efficiency), "
+                      f"{format_si(out['communication_s'], 's')} of all-gathers and reduce-scatters, "
+                      f"{format_si(out['exposed_communication_s'], 's')} exposed")
+        return
     console.print(f"step {format_si(out['step_time_s'], 's')} against {format_si(out['single_gpu_step_time_s'], 's')} "
                   f"on one GPU: {out['samples_per_s']:.1f} samples/s, speed-up {out['speedup']:.2f}x of "
                   f"{out['gpus']} (scaling efficiency {100 * out['scaling_efficiency']:.1f}%)")
