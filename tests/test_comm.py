@@ -234,3 +234,20 @@ def test_shard_full_fits_what_a_replica_does_not():
     assert sharded.returncode == 0, sharded.stderr
     doc = json.loads(sharded.stdout)
     assert doc["sharding"] == "full" and doc["memory_bytes"] < doc["replica_memory_bytes"]
+
+
+def test_gloo_fit_recovers_alpha_and_beta_from_synthetic_times():
+    from roofline.measure.gloo_ranks import fit_allreduce
+
+    # 2 ranks, 50 us per step, 1 GB/s: t(S) = 2 x 50e-6 + S / 1e9 (2(n-1)/n = 1)
+    sizes = (4, 1 << 20, 4 << 20, 32 << 20)
+    fit = fit_allreduce({s: 2 * 50e-6 + s / 1e9 for s in sizes}, 2)
+    assert fit.latency_s == pytest.approx(50e-6, rel=1e-4)  # 4 bytes add 4 ns to 100 us
+    assert fit.bus_bandwidth_bytes_per_s == pytest.approx(1e9, rel=1e-3)
+
+
+def test_communication_union_counts_overlapping_allreduces_once():
+    from roofline.measure.gloo_ranks import _union_s
+
+    # [0, 2] and [1, 3] overlap on [1, 2]: 3 s in flight; [5, 6] adds 1
+    assert _union_s([(1.0, 3.0), (0.0, 2.0), (5.0, 6.0)]) == pytest.approx(4.0)

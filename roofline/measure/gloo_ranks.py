@@ -84,7 +84,11 @@ class AllreduceFit:
 
 def measure_allreduce(ranks: int = 2, repeats: int = 20) -> AllreduceFit:
     """Median gloo all-reduce times between `ranks` local processes, fitted to the alpha-beta model."""
-    times = _spawn(_allreduce_worker, ranks, ALLREDUCE_SIZES_BYTES, repeats)
+    return fit_allreduce(_spawn(_allreduce_worker, ranks, ALLREDUCE_SIZES_BYTES, repeats), ranks)
+
+
+def fit_allreduce(times: dict[int, float], ranks: int) -> AllreduceFit:
+    """Latency from the smallest all-reduce (2(n-1) steps of it), bus bandwidth from the large ones."""
     steps = 2 * (ranks - 1)
     latency = times[min(times)] / steps
     estimates = [steps / ranks * size / (t - steps * latency) for size, t in times.items()
