@@ -251,3 +251,34 @@ def test_communication_union_counts_overlapping_allreduces_once():
 
     # [0, 2] and [1, 3] overlap on [1, 2]: 3 s in flight; [5, 6] adds 1
     assert _union_s([(1.0, 3.0), (0.0, 2.0), (5.0, 6.0)]) == pytest.approx(4.0)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_FIGURE = st.one_of(st.none(), st.floats(allow_nan=True), st.text(max_size=5),
+                    st.fixed_dictionaries({"value": st.floats(allow_nan=True, allow_infinity=True),
+                                           "source": st.just("https://example.org")}))
+
+
+@settings(max_examples=60, deadline=None)
+@given(bandwidth=_FIGURE, latency=_FIGURE, scope=st.sampled_from(["intra-node", "inter-node", "nowhere", None]),
+       extra=st.dictionaries(st.sampled_from(["speed", "lanes", "note"]), st.integers(), max_size=1))
+def test_any_link_yaml_loads_or_fails_as_a_profile_error(tmp_path_factory, bandwidth, latency, scope, extra):
+    import yaml as _yaml
+
+    from roofline.errors import ProfileError
+    from roofline.hardware.fabric_load import find_link
+    from roofline.hardware.fabric_schema import LinkProfile
+
+    doc = {"name": "x", "kind": "link", "technology": "x", "scope": scope, "bandwidth_bytes_per_s": bandwidth,
+           "latency_s": latency, **extra}
+    path = tmp_path_factory.mktemp("link") / "junk.yaml"
+    path.write_text(_yaml.safe_dump({k: v for k, v in doc.items() if v is not None}))
+    try:
+        link = find_link(str(path))
+    except ProfileError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert isinstance(link, LinkProfile)
+        assert 0 < link.bandwidth_bytes_per_s.value < float("inf") and 0 < link.latency_s.value < float("inf")

@@ -8,6 +8,7 @@ the field, so a collective is never priced on a bandwidth nobody gave.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -34,8 +35,8 @@ class LinkProfile(_Strict):
     @field_validator("bandwidth_bytes_per_s", "latency_s")
     @classmethod
     def _positive(cls, figure: Figure) -> Figure:
-        if not figure.value > 0:
-            raise ValueError(f"must be a positive number, got {figure.value}")
+        if not (figure.value > 0 and math.isfinite(figure.value)):
+            raise ValueError(f"must be a positive finite number, got {figure.value}")
         return figure
 
 
