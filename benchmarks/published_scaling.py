@@ -49,6 +49,14 @@ def _summary(errors: list[float]) -> dict[str, Any]:
             "worst_abs_error_points": max(absolute) if absolute else None}
 
 
+def predicted_bus_bandwidth(row: dict[str, Any]) -> float:
+    from roofline.hardware.fabric_load import find_link, find_node
+    from roofline.model.comm.fabric import node_fabric
+
+    node = find_node(row["node"])
+    return node_fabric(node, find_link(node.intra_link), None, row["gpus"]).bus_bandwidth_bytes_per_s
+
+
 def compare_scaling(dataset: Path = DATASET) -> dict[str, Any]:
     data = yaml.safe_load(dataset.read_text())
     rows = []
@@ -57,7 +65,10 @@ def compare_scaling(dataset: Path = DATASET) -> dict[str, Any]:
         predicted = predicted_efficiency(row)
         rows.append({**row, "held_out": data["sources"][row["source"]]["held_out"], "measured_efficiency": measured,
                      "predicted_efficiency": predicted, "error_points": 100 * (predicted - measured)})
-    return {"dataset": str(dataset.relative_to(ROOT)), "rows": rows,
+    bus = [{**row, "predicted_bus_bandwidth_bytes_per_s": predicted_bus_bandwidth(row),
+            "error_pct": 100 * (predicted_bus_bandwidth(row) / row["bus_bandwidth_bytes_per_s"] - 1)}
+           for row in data.get("bus_bandwidth", [])]
+    return {"dataset": str(dataset.relative_to(ROOT)), "rows": rows, "bus_bandwidth": bus,
             "comparison": _summary([r["error_points"] for r in rows if not r["held_out"]]),
             "held_out": _summary([r["error_points"] for r in rows if r["held_out"]])}
 
@@ -77,6 +88,10 @@ def main() -> int:
         print(f"{r['source'] + (' (held out)' if r['held_out'] else ''):22} {r['node']:15} {r['precision']:5} "
               f"{r['per_gpu_batch']:>5} {r['gpus']:>4} {100 * r['measured_efficiency']:8.1f}% "
               f"{100 * r['predicted_efficiency']:8.1f}% {r['error_points']:+6.1f}")
+    for b in result["bus_bandwidth"]:
+        print(f"bus bandwidth {b['node']} x{b['gpus']}: measured {b['bus_bandwidth_bytes_per_s'] / 1e9:.0f} GB/s, "
+              f"derived {b['predicted_bus_bandwidth_bytes_per_s'] / 1e9:.0f} GB/s ({b['error_pct']:+.0f}%) "
+              f"{b['source']}")
     for name in ("comparison", "held_out"):
         s = result[name]
         print(f"{name}: {s['rows']} rows, median |error| {s['median_abs_error_points']:.1f} points, worst "
