@@ -91,7 +91,7 @@ def main() -> int:
     for b in result["bus_bandwidth"]:
         print(f"bus bandwidth {b['node']} x{b['gpus']}: measured {b['bus_bandwidth_bytes_per_s'] / 1e9:.0f} GB/s, "
               f"derived {b['predicted_bus_bandwidth_bytes_per_s'] / 1e9:.0f} GB/s ({b['error_pct']:+.0f}%) "
-              f"{b['source']}")
+              f"{b['source']}{'' if b['check'] else ' (source of the protocol efficiency, not a check)'}")
     for name in ("comparison", "held_out"):
         s = result[name]
         print(f"{name}: {s['rows']} rows, median |error| {s['median_abs_error_points']:.1f} points, worst "

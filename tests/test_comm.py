@@ -56,10 +56,11 @@ def test_hierarchical_allreduce_across_nodes():
 
 
 def test_dgx1_bus_bandwidth_is_six_nvlinks_one_direction():
-    # 6 links x 25 GB/s = 150 GB/s per GPU; 4 EDR ports x 12.5 GB/s = 50 GB/s per node
+    # 6 links x 25 GB/s x 0.8222 (NCCL's protocol on NVLink) = 123.3 GB/s per GPU; 4 EDR ports x 12.5 GB/s
+    # = 50 GB/s per node (no published protocol efficiency: line rate)
     node = find_node("dgx-1-v100")
     f = node_fabric(node, find_link(node.intra_link), find_link(node.nic_link), 8, 2)
-    assert f.intra.bus_bandwidth_bytes_per_s == pytest.approx(150e9)
+    assert f.intra.bus_bandwidth_bytes_per_s == pytest.approx(150e9 * 0.8222)
     assert f.inter.bus_bandwidth_bytes_per_s == pytest.approx(50e9)
     assert f.world == 16
 
@@ -199,10 +200,10 @@ def test_tensor_parallel_two_allreduces_per_layer():
 
 
 def test_hw_show_node_gives_its_bus_bandwidth():
-    # DGX A100: 12 NVLinks x 25 GB/s = 300 GB/s per GPU; 8 HDR ports x 25 GB/s = 200 GB/s per node
+    # DGX A100: 12 NVLinks x 25 GB/s x 0.8222 = 246.7 GB/s per GPU; 8 HDR ports x 25 GB/s = 200 GB/s per node
     doc = json.loads(run_cli("hw", "show", "dgx-a100", "--json").stdout)
     assert doc["kind"] == "node"
-    assert doc["bus_bandwidth_bytes_per_s"] == pytest.approx(300e9)
+    assert doc["bus_bandwidth_bytes_per_s"] == pytest.approx(300e9 * 0.8222)
     assert doc["nic_bandwidth_bytes_per_s"] == pytest.approx(200e9)
 
 

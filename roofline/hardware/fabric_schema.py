@@ -30,6 +30,9 @@ class LinkProfile(_Strict):
     """One direction of one link (one NVLink, one x16 slot, one NIC port), bytes per second."""
     latency_s: Figure
     """Time one step of a ring collective pays on this link besides moving bytes (the alpha term)."""
+    protocol_efficiency: Figure | None = None
+    """Fraction of the line rate a collective library's protocol delivers as bus bandwidth (headers, flags,
+    chunking), where published; None prices collectives at the line rate."""
     notes: str | None = None
 
     @field_validator("bandwidth_bytes_per_s", "latency_s")
@@ -37,6 +40,13 @@ class LinkProfile(_Strict):
     def _positive(cls, figure: Figure) -> Figure:
         if not (figure.value > 0 and math.isfinite(figure.value)):
             raise ValueError(f"must be a positive finite number, got {figure.value}")
+        return figure
+
+    @field_validator("protocol_efficiency")
+    @classmethod
+    def _fraction(cls, figure: Figure | None) -> Figure | None:
+        if figure is not None and not 0 < figure.value <= 1:
+            raise ValueError(f"must lie in (0, 1], got {figure.value}")
         return figure
 
 

@@ -1,7 +1,8 @@
 """The fabric of a job, from node and link profiles: which bus bandwidth and latency its collectives see.
 
 Inside a node a ring collective drives every link a GPU has at once (NVSwitch, or the rings NCCL lays along
-an NVLink mesh), so one rank's bus bandwidth is links per GPU x one link's one-direction bandwidth; between
+an NVLink mesh), so one rank's bus bandwidth is links per GPU x one link's one-direction bandwidth x the
+protocol's efficiency on that link where it is published (NVLink: 370 of 450 GB/s); between
 nodes a ring crosses each node boundary on all of the node's NIC ports, so that tier's bus bandwidth is
 NICs per node x one port's bandwidth. A measured bus bandwidth (from `roofline calibrate --comm`) replaces a
 derived one.
@@ -19,9 +20,10 @@ class FabricError(RooflineError):
 
 
 def _tier(ranks: int, link: LinkProfile, links: int, what: str) -> Tier:
-    bandwidth = links * link.bandwidth_bytes_per_s.value
+    efficiency = link.protocol_efficiency.value if link.protocol_efficiency else 1.0
+    bandwidth = links * link.bandwidth_bytes_per_s.value * efficiency
     provenance = (f"derived: {links} x {link.name} at {link.bandwidth_bytes_per_s.value / 1e9:g} GB/s "
-                  f"one direction ({what})")
+                  f"one direction ({what}) x {efficiency:.3g} protocol efficiency")
     return Tier(ranks, bandwidth, link.latency_s.value, provenance)
 
 
