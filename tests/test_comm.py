@@ -283,3 +283,16 @@ def test_any_link_yaml_loads_or_fails_as_a_profile_error(tmp_path_factory, bandw
     else:
         assert isinstance(link, LinkProfile)
         assert 0 < link.bandwidth_bytes_per_s.value < float("inf") and 0 < link.latency_s.value < float("inf")
+
+
+def test_accumulation_and_fp16_gradient_communication():
+    base = ["predict", "--model", "resnet50", "--gpu", "v100", "--train", "--gpus", "8", "--json"]
+    one = json.loads(run_cli(*base, "--batch", "256").stdout)
+    four = json.loads(run_cli(*base, "--batch", "1024", "--grad-accum", "4").stdout)
+    half = json.loads(run_cli(*base, "--batch", "256", "--grad-comm", "fp16").stdout)
+    # 1024 = 32 per GPU x 8 GPUs x 4 micro-steps; one all-reduce per 4 micro-steps:
+    # step = 4 x one-GPU step + exposed, so the exposed part is the same as with one micro-step
+    assert four["per_gpu_batch"] == 32 and four["accumulation_steps"] == 4
+    assert four["step_time_s"] == pytest.approx(4 * one["single_gpu_step_time_s"] + one["exposed_communication_s"])
+    # fp16 on the wire: 2 bytes per gradient element instead of 4
+    assert half["gradient_bytes"] == pytest.approx(one["gradient_bytes"] / 2)
