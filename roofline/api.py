@@ -262,7 +262,7 @@ def hardware(name: str) -> HardwareResult:
     return HardwareResult(**profile_summary(find_profile(name), profile_name(name)))
 
 
-def _layers(pred: Any) -> list[dict[str, Any]]:
+def layer_rows(pred: Any) -> list[dict[str, Any]]:
     """One row per op, its passes summed; bound is that of the pass that takes longest."""
     rows: dict[str, dict[str, Any]] = {}
     longest: dict[str, float] = {}
@@ -304,7 +304,7 @@ def _prediction_dict(pred: Any) -> dict[str, Any]:
                                        for lv in pred.ceilings.levels],
                      "dispatch_s": pred.ceilings.dispatch_s, "launch_s": pred.ceilings.launch_s,
                      "provenance": pred.ceilings.provenance},
-        "layers": _layers(pred),
+        "layers": layer_rows(pred),
     }
 
 

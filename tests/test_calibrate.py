@@ -208,3 +208,14 @@ def test_calibrations_combine_figure_by_figure_into_their_medians():
     assert out.environment["combined_calibrations"] == 3 and out.environment["date_last"] == "c"
     with pytest.raises(RooflineError):
         calibrate.combine([])
+
+
+def test_every_calibrated_figure_has_a_registry_row():
+    """A field added to Measured without a row in hardware.calibrated would be dropped by combine."""
+    from roofline.hardware.calibrated import CALIBRATED_FIGURES
+
+    names = [f.name for f in CALIBRATED_FIGURES]
+    assert len(names) == len(set(names))
+    assert set(names) == set(Measured.model_fields) - {"environment"}
+    for figure in CALIBRATED_FIGURES:
+        assert bool(figure.point_key) == figure.combine.startswith("median per point"), figure

@@ -26,8 +26,40 @@ def add_parser(subparsers) -> None:
                    "default: all this device runs, and numpy's)")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     p.add_argument("--hw", metavar="NAME|PATH", help="datasheet GPU profile to calibrate (default: matched)")
+    p.add_argument("--comm", action="store_true",
+                   help="measure gloo all-reduce between local processes instead (bus bandwidth, latency) and "
+                        "write it as a link profile")
+    p.add_argument("--ranks", type=int, default=2, metavar="N", help="processes for --comm (default 2)")
     add_json_flag(p)
     p.set_defaults(handler=run)
+
+
+def run_comm(args: argparse.Namespace) -> int:
+    from roofline.errors import RooflineError
+    from roofline.measure.comm_calibration import default_path, write_link
+    from roofline.measure.gloo_ranks import measure_allreduce
+
+    if args.ranks < 2:
+        raise RooflineError(f"--ranks must be at least 2 for an all-reduce, got {args.ranks}")
+    path = Path(args.out) if args.out else default_path()
+    if path.exists() and not args.force:
+        raise RooflineError(f"{path} exists; pass --force to overwrite it")
+    fit = measure_allreduce(args.ranks)
+    write_link(fit, path, args.force)
+    out = {"measured": {"backend": "gloo", "ranks": fit.ranks, "bus_bandwidth_bytes_per_s":
+                        fit.bus_bandwidth_bytes_per_s, "latency_s": fit.latency_s,
+                        "allreduce_times_s": {str(k): v for k, v in fit.times_s.items()}},
+           "profile_path": str(path.resolve())}
+    if args.json:
+        print_json(out)
+        return 0
+    from roofline.units import format_si
+
+    for size, t in fit.times_s.items():
+        print(f"all-reduce {format_si(size, 'B'):>10} on {fit.ranks} gloo ranks: {format_si(t, 's')}")
+    print(f"bus bandwidth {format_si(fit.bus_bandwidth_bytes_per_s, 'B/s')}, latency "
+          f"{format_si(fit.latency_s, 's')} per ring step; wrote {path}")
+    return 0
 
 
 def _dtypes(text: str | None) -> tuple[str, ...] | None:
@@ -40,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
 
     from roofline import api
 
+    if args.comm:
+        return run_comm(args)
     total = api.calibration_steps(args.device, args.quick)
     err = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err,

@@ -15,11 +15,57 @@ def add_parser(subparsers: Any) -> None:
     add_hw_args(p)
     p.add_argument("--precision", default="fp32", metavar="P",
                    help="dtype the example operations run in (default fp32)")
+    s = p.add_argument_group("the scaling lesson: why N GPUs do not give N x")
+    s.add_argument("--scaling", action="store_true", help="explain sub-linear multi-GPU scaling instead")
+    s.add_argument("--gpus", type=int, default=100, metavar="N", help="GPU count of the lesson (default 100)")
+    s.add_argument("--speedup", type=float, default=56.0, metavar="S",
+                   help="speed-up observed on --gpus GPUs (default the classic 56)")
+    s.add_argument("--model", metavar="NAME", help="also sweep this model's predicted strong scaling")
+    s.add_argument("--batch", type=int, default=1024, metavar="B", help="global batch for --model (default 1024)")
     add_json_flag(p)
     p.set_defaults(handler=run)
 
 
+def run_scaling(args: argparse.Namespace) -> int:
+    from roofline.errors import RooflineError
+    from roofline.model.comm.scaling import amdahl_speedup, fixed_fraction_for
+
+    if not 1 <= args.speedup <= args.gpus:
+        raise RooflineError(f"--speedup must lie between 1 and --gpus ({args.gpus}), got {args.speedup}")
+    fraction = fixed_fraction_for(args.speedup, args.gpus)
+    out: dict[str, Any] = {
+        "gpus": args.gpus, "speedup": args.speedup, "fixed_fraction_of_one_gpu_step": fraction,
+        "formula": "speedup(N) = T1 / (T1/N + C) = N / (1 + N C / T1); C / T1 = (N / S - 1) / N",
+        "curve": [{"gpus": n, "speedup": amdahl_speedup(n, fraction)} for n in (1, 2, 4, 8, 16, 32, 64, 100,
+                                                                               128, 256, 512, 1024)],
+    }
+    if args.model:
+        from roofline.model.comm.job import node_for
+        from roofline.model.comm.scaling import strong_scaling
+        from roofline.model.step import StepOptions
+        from roofline.workload.precision import get_precision
+        from roofline.workload.request import ModelRequest, workload_builder
+
+        profile = selected_profile(args)
+        precision = get_precision(args.precision)
+        node = node_for(profile, None)
+        _, build = workload_builder(ModelRequest(model=args.model))
+        points = strong_scaling(build, profile, precision, StepOptions(train=True), node, args.batch,
+                                args.gpus, precision.master_weight_bytes)
+        out["model"] = {"name": args.model, "node": node.name, "global_batch": args.batch,
+                        "points": [{**vars(p), "scaling_efficiency": p.scaling_efficiency} for p in points]}
+    if args.json:
+        print_json(out)
+        return 0
+    from roofline.report.parallel_view import render_scaling_lesson
+
+    render_scaling_lesson(out)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.scaling:
+        return run_scaling(args)
     from roofline.advise.explain import explain
 
     out = explain(selected_profile(args), args.precision)

@@ -74,7 +74,43 @@ def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
 def run_show(args: argparse.Namespace) -> int:
     from roofline import api
 
+    fabric = _fabric_kind(args.profile)
+    if fabric:
+        return _show_fabric(args.profile, fabric, args.json)
     _print_summary(api.hardware(args.profile).to_dict(), args.json)
+    return 0
+
+
+def _fabric_kind(name: str) -> str | None:
+    """'link', 'node' or 'runtime' when the name is one of those profiles, else None (a device, or unknown)."""
+    from roofline.hardware import list_profiles
+
+    key = name.strip().lower()
+    return next((e.kind for e in list_profiles()
+                 if e.kind in ("link", "node", "runtime") and (key == e.name or key in e.aliases)), None)
+
+
+def _show_fabric(name: str, kind: str, as_json: bool) -> int:
+    """A link, node or runtime profile as validated, and for a node the bus bandwidth its collectives are priced
+    at."""
+    from roofline.hardware.fabric_load import find_link, find_node
+    from roofline.hardware.runtime import load_runtime
+
+    profile = {"link": find_link, "node": find_node, "runtime": load_runtime}[kind](name)
+    out: dict[str, Any] = {"name": profile.name, "kind": kind, **profile.model_dump(exclude={"name", "kind"})}
+    if kind == "node":
+        from roofline.model.comm.fabric import node_fabric
+
+        nic = find_link(profile.nic_link) if profile.nic_link else None
+        whole = node_fabric(profile, find_link(profile.intra_link), nic, int(profile.gpus_per_node.value))
+        out["bus_bandwidth_bytes_per_s"] = whole.bus_bandwidth_bytes_per_s
+        out["bus_bandwidth_provenance"] = whole.intra.provenance
+        if nic is not None and profile.nics_per_node is not None:
+            out["nic_bandwidth_bytes_per_s"] = nic.bandwidth_bytes_per_s.value * profile.nics_per_node.value
+    if as_json:
+        print_json(out)
+        return 0
+    print(json.dumps(out, indent=2, default=str))
     return 0
 
 

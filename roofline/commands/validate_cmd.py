@@ -35,8 +35,39 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--keep-heap", action="store_true",
                    help="also run in a child process whose C heap keeps its pages (MALLOC_MMAP_MAX_=0, a huge "
                         "MALLOC_TRIM_THRESHOLD_): the measured and predicted gain of `advise`'s allocator advice")
+    p.add_argument("--ranks", type=int, metavar="N",
+                   help="with --train: a real DistributedDataParallel run on N local gloo ranks (one thread each) "
+                        "against one rank, compared with the predicted step, communication and scaling; --batch "
+                        "is per rank")
+    p.add_argument("--steps", type=int, default=10, metavar="N", help="timed steps per --ranks run (default 10)")
     add_json_flag(p)
     p.set_defaults(handler=run)
+
+
+def run_ranks(args: argparse.Namespace) -> int:
+    from roofline.errors import RooflineError
+    from roofline.validate.data_parallel import validate_data_parallel, validation_dict
+    from roofline.validate.profile_choice import choose_profile
+    from roofline.workload.request import parse_batches
+
+    if not args.train:
+        raise RooflineError("--ranks runs data-parallel training; add --train")
+    if args.ranks < 2 or args.device != "cpu" or args.precision != "fp32":
+        raise RooflineError("--ranks takes N >= 2 gloo ranks on --device cpu in fp32")
+    batches = parse_batches(args.batch)
+    if len(batches) != 1:
+        raise RooflineError("--ranks takes one per-rank --batch")
+    choice = choose_profile("cpu", args.hw, calibrate=False)
+    result = validate_data_parallel(model_request(args), choice.profile, args.ranks, batches[0], args.steps)
+    out = validation_dict(result)
+    out["profile"] = {"name": choice.profile.name, "source": choice.source, "warnings": list(choice.warnings)}
+    if args.json:
+        print_json(out)
+        return 0
+    from roofline.report.parallel_view import render_ddp_validation
+
+    render_ddp_validation(out)
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
 
     from roofline import api
 
+    if args.ranks is not None:
+        return run_ranks(args)
     err = Console(stderr=True)
 
     def progress(batch: int) -> None:

@@ -17,10 +17,12 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 from roofline.errors import CalibrationMismatch, MissingDependency, ProfileError, RooflineError
+from roofline.hardware.calibrated import CALIBRATED_FIGURES, CalibratedFigure
 from roofline.hardware.schema import (
     Measured,
     MeasuredCache,
@@ -477,6 +479,19 @@ def _pointwise(lists: list[list[Any]], key: Callable[[Any], Any], value: str) ->
             for group in groups.values()]
 
 
+def _combined(figure: CalibratedFigure, values: list[Any]) -> Any:
+    """Several calibrations' values of one figure as one, the way its registry row says."""
+    if figure.combine == "median":
+        return _median(values)
+    if figure.combine == "median per key":
+        return _keywise(values)
+    key = attrgetter(*figure.point_key)
+    if figure.combine == "median per point":
+        return _pointwise(values, key, figure.point_value)
+    return {k: _pointwise([v.get(k, []) for v in values], key, figure.point_value)
+            for k in dict.fromkeys(k for v in values for k in v)}
+
+
 def combine(calibrations: list[Measured]) -> Measured:
     """One calibration of this machine from several taken at different times: every figure the median of
     theirs. On a shared machine a calibration describes the minute it ran in (a 512^3 fp32 product read
@@ -486,28 +501,8 @@ def combine(calibrations: list[Measured]) -> Measured:
         raise RooflineError("no calibrations to combine")
     first, runs = calibrations[0], len(calibrations)
     return first.model_copy(update={
-        "peak_flops": _keywise([m.peak_flops for m in calibrations]),
-        "memory_bandwidth": statistics.median(m.memory_bandwidth for m in calibrations),
-        "caches": _pointwise([m.caches for m in calibrations], lambda c: c.level, "bandwidth_bytes_per_s"),
-        "gemm_curves": {dtype: _pointwise([m.gemm_curves.get(dtype, []) for m in calibrations], lambda p: p.n,
-                                          "flops_per_s")
-                        for dtype in dict.fromkeys(d for m in calibrations for d in m.gemm_curves)},
-        "skinny_gemm_fp32": _pointwise([m.skinny_gemm_fp32 for m in calibrations], lambda p: (p.small, p.other),
-                                       "flops_per_s"),
-        "outer_gemm_fp32": _pointwise([m.outer_gemm_fp32 for m in calibrations], lambda p: (p.small, p.other),
-                                      "flops_per_s"),
-        "conv_efficiency": _keywise([m.conv_efficiency for m in calibrations]),
-        "conv_efficiency_points": _pointwise([m.conv_efficiency_points for m in calibrations],
-                                             lambda p: (p.key, p.weight_share), "efficiency"),
-        "conv_fixed_s": _keywise([m.conv_fixed_s for m in calibrations]),
-        "host_to_device_bytes_per_s": _keywise([m.host_to_device_bytes_per_s for m in calibrations]),
-        "kernel_bytes_per_s": _keywise([m.kernel_bytes_per_s for m in calibrations]),
-        "page_fault_bytes_per_s": _median([m.page_fault_bytes_per_s for m in calibrations]),
-        "layout_conversion_bytes_per_s": _keywise([m.layout_conversion_bytes_per_s for m in calibrations]),
-        "dispatch_s_by_kind": _keywise([m.dispatch_s_by_kind for m in calibrations]),
-        "kernel_launch_s": _median([m.kernel_launch_s for m in calibrations]),
-        "framework_dispatch_s": _median([m.framework_dispatch_s for m in calibrations]),
-        "sync_s": _median([m.sync_s for m in calibrations]),
+        **{figure.name: _combined(figure, [getattr(m, figure.name) for m in calibrations])
+           for figure in CALIBRATED_FIGURES},
         "environment": {**first.environment, "combined_calibrations": runs,
                         "date_last": calibrations[-1].environment.get("date")},
     })

@@ -2,5 +2,6 @@
 
 `ceilings` (rates per memory level and dtype, calibrated curves), `costmodel` (one op's time), `step` (a
 whole step: dispatch, copies, asynchronous queue), `memory` (what a step holds), `cpu_runtime/` (the C heap
-beneath a CPU step). May import: workload, hardware, errors, units. Never measure, advise, report, commands.
+beneath a CPU step), `comm/` (collectives, data and tensor parallelism over node and link
+profiles). May import: workload, hardware, errors, units. Never measure, advise, report, commands.
 """

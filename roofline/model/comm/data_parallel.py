@@ -1,0 +1,130 @@
+"""Data-parallel training as PyTorch's DistributedDataParallel runs it.
+
+DDP puts the gradients in buckets in the reverse order of `model.parameters()` (about the order backward
+produces them), the first bucket capped at 1 MiB and the others at `bucket_cap_mb` = 25 MiB
+(torch/nn/parallel/distributed.py: `dist._DEFAULT_FIRST_BUCKET_BYTES`, `bucket_cap_mb`; a bucket closes once
+its size reaches the cap, `_compute_bucket_assignment_by_size`). When the last gradient of a bucket is
+written its all-reduce is launched, on the communication stream, behind the ones before it; so all-reduce
+overlaps the rest of the backward pass and what is left when the backward ends is exposed. Under gradient
+accumulation (`no_sync()` on all micro-steps but the last) only the last micro-step communicates.
+
+What this does not model: the contention between the all-reduce kernels and the backward kernels for SMs
+and memory bandwidth on a GPU (the overlap is taken as free), and DDP's own bookkeeping per bucket.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from roofline.model.comm.collectives import Fabric, allreduce_s
+from roofline.model.step import StepPrediction
+from roofline.workload.ops.base import Workload
+
+FIRST_BUCKET_BYTES = 1024 * 1024
+"""torch.distributed's `_DEFAULT_FIRST_BUCKET_BYTES` (1 MiB): DDP starts its first all-reduce early."""
+
+DEFAULT_BUCKET_CAP_MB = 25.0
+"""DistributedDataParallel's `bucket_cap_mb` default (MiB)."""
+
+BACKWARD_PASSES = ("backward_input", "backward_weight")
+
+
+@dataclass(frozen=True)
+class Bucket:
+    index: int
+    tensors: int
+    bytes: float
+    ready_s: float
+    """When its last gradient is written, from the start of the backward pass."""
+    start_s: float
+    end_s: float
+
+    @property
+    def allreduce_s(self) -> float:
+        return self.end_s - self.start_s
+
+
+@dataclass(frozen=True)
+class DataParallelPrediction:
+    single: StepPrediction
+    """One GPU at the same per-GPU batch: the reference for scaling efficiency."""
+    fabric: Fabric
+    accumulation_steps: int
+    gradient_bytes: float
+    backward_s: float
+    step_time_s: float
+    buckets: list[Bucket] = field(repr=False)
+
+    @property
+    def world(self) -> int:
+        return self.fabric.world
+
+    @property
+    def communication_s(self) -> float:
+        return sum(b.allreduce_s for b in self.buckets)
+
+    @property
+    def exposed_communication_s(self) -> float:
+        return self.step_time_s - self.accumulation_steps * self.single.step_time_s
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.world * self.accumulation_steps * self.single.batch_size / self.step_time_s
+
+    @property
+    def scaling_efficiency(self) -> float:
+        """Throughput over `world` x one GPU's throughput at the same per-GPU batch (weak scaling)."""
+        return self.accumulation_steps * self.single.step_time_s / self.step_time_s
+
+
+def gradient_ready_times(workload: Workload, single: StepPrediction) -> tuple[list[tuple[float, float]], float]:
+    """(elements, ready time) of every parameter tensor in DDP's bucket order, and the backward's length.
+
+    The backward runs the ops in reverse; an op's gradients are ready when its backward passes end."""
+    backward: dict[str, float] = {}
+    for cost in single.ops:
+        if cost.pass_ in BACKWARD_PASSES:
+            backward[cost.name] = backward.get(cost.name, 0.0) + cost.time_s
+    clock = 0.0
+    tensors = []
+    for op in reversed(workload.ops):
+        clock += backward.get(op.name, 0.0)
+        tensors.extend((float(size), clock) for size in reversed(op.param_sizes()))
+    return tensors, clock
+
+
+def build_buckets(tensors: list[tuple[float, float]], bytes_per_element: float, cap_bytes: float,
+                  first_cap_bytes: float = FIRST_BUCKET_BYTES) -> list[tuple[int, float, float]]:
+    """(tensors, bytes, ready time) of each bucket, filled in order until its cap is reached."""
+    buckets: list[tuple[int, float, float]] = []
+    count, size, ready = 0, 0.0, 0.0
+    for elements, ready_s in tensors:
+        count, size, ready = count + 1, size + elements * bytes_per_element, max(ready, ready_s)
+        if size >= (first_cap_bytes if not buckets else cap_bytes):
+            buckets.append((count, size, ready))
+            count, size, ready = 0, 0.0, 0.0
+    if count:
+        buckets.append((count, size, ready))
+    return buckets
+
+
+def predict_data_parallel(workload: Workload, single: StepPrediction, fabric: Fabric, grad_bytes: int,
+                          bucket_cap_mb: float = DEFAULT_BUCKET_CAP_MB, accumulation_steps: int = 1,
+                          algorithm: str = "auto", overlap: bool = True) -> DataParallelPrediction:
+    """One DDP step on `fabric`: `accumulation_steps` micro-steps of `single`, the last one all-reducing
+    `grad_bytes`-byte gradients in buckets while its backward runs.
+
+    `overlap=False` is for ranks that leave no core idle (CPU ranks whose threads fill the machine): the
+    backend's communication thread then takes its time from the backward, so nothing is hidden."""
+    tensors, backward_s = gradient_ready_times(workload, single)
+    clock = 0.0
+    buckets = []
+    for index, (count, nbytes, ready) in enumerate(build_buckets(tensors, grad_bytes, bucket_cap_mb * 2**20)):
+        start = max(ready, clock)
+        clock = start + allreduce_s(nbytes, fabric, algorithm)
+        buckets.append(Bucket(index, count, nbytes, ready, start, clock))
+    communication = sum(b.end_s - b.start_s for b in buckets)
+    exposed = (max(0.0, clock - backward_s) if overlap else communication) if fabric.world > 1 else 0.0
+    step = accumulation_steps * single.step_time_s + exposed
+    gradient_bytes = sum(b.bytes for b in buckets)
+    return DataParallelPrediction(single, fabric, accumulation_steps, gradient_bytes, backward_s, step, buckets)
