@@ -127,7 +127,9 @@ def comparer_for(kind: str) -> ModuleType:
     """The comparer module of `kind` (benchmarks/published_kinds/<kind>.py). It defines RESULT_STEM, TITLE,
     METRIC (the time compared, in words), GROUP_KEYS, TARGET_GROUPS, EXTRA_COLUMNS,
     compare(dataset) -> list[Comparison] and legend(dataset) -> list[str], and optionally
-    extra_sections(dataset, comparisons) -> list[str] (markdown appended to the report)."""
+    extra_sections(dataset, comparisons) -> list[str] (markdown appended to the report). A kind whose error is
+    not a relative error of a time (scaling efficiency, in points) defines report(path, out_dir) -> its JSON
+    document with `headline` and `targets`, and reports itself."""
     name = kind.replace("-", "_")
     if not name.isidentifier():
         raise DatasetError(f"kind '{kind}' cannot name a comparer module")
@@ -196,6 +198,8 @@ def run(path: Path, out_dir: Path = RESULTS_DIR) -> dict[str, Any]:
     """Compare one dataset, write its .md and .json under out_dir, and return the JSON document."""
     data = load_dataset(path)
     comparer = comparer_for(data["kind"])
+    if hasattr(comparer, "report"):
+        return comparer.report(path, out_dir)
     comparisons = comparer.compare(data)
     doc = report_document(data["kind"], comparer.TITLE, comparisons, comparer.GROUP_KEYS, comparer.TARGET_GROUPS)
     doc["metric"] = comparer.METRIC
@@ -221,8 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for path in paths:
             doc = run(path)
-            whole = doc["summary"]["all"]
-            print(f"{path.name}: {whole['rows']} rows, median |error| {100 * whole['median_abs']:.1f}%, worst "
+            whole = doc.get("summary", {}).get("all")
+            print(f"{path.name}: {doc['headline']}" if "headline" in doc else
+                  f"{path.name}: {whole['rows']} rows, median |error| {100 * whole['median_abs']:.1f}%, worst "
                   f"{100 * whole['worst_abs']:.1f}% ({whole['worst_row']}), signed median "
                   f"{_pct(whole['signed_median'])}")
             all_met = all_met and all(t["met"] for t in doc["targets"])
