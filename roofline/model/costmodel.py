@@ -33,6 +33,8 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from roofline.model.ceilings import Ceilings, Level, skinny_rate
+from roofline.model.context import CostContext
+from roofline.model.cpu_runtime.backend import cpu_conv_backend
 from roofline.workload.ops.base import GemmView, Op
 from roofline.workload.ops.conv import Conv2d
 
@@ -95,23 +97,6 @@ class OpCost:
     def time_s(self) -> float:
         """The op in isolation: host and device overlap on a GPU (queued), add up on a CPU."""
         return max(self.device_s, self.host_s) if self.queued else self.device_s + self.host_s
-
-
-@dataclass(frozen=True)
-class CostContext:
-    """Model-level facts one op's cost depends on."""
-
-    ceilings: Ceilings
-    activation_bytes: int
-    """Bytes per activation element at this precision."""
-    weight_bytes: int
-    """Bytes per weight element the kernels read (fp16 copies under AMP)."""
-    weight_reuse_bytes: float = 0.0
-    """Bytes a step touches between two uses of one weight (all weights and every activation the step
-    writes): a weight is read once per step, so it stays in the smallest level that holds all of them; an
-    LRU cache cycled through more than it holds keeps none of it."""
-    channels_last: bool = False
-    """Activations stored NHWC (`model.to(memory_format=torch.channels_last)`), as tensor-core kernels want."""
 
 
 def _aligned_fraction(dims: list[int], align: int) -> float:
@@ -220,25 +205,6 @@ def _efficiency_key(c: Ceilings, kind: str, pass_: str) -> str | None:
     if pass_ != "forward" and f"{kind}:backward" in c.conv_efficiency:
         return f"{kind}:backward"
     return kind if kind in c.conv_efficiency else None
-
-
-MKLDNN_MIN_ELEMENTS = 20480
-"""PyTorch takes its oneDNN convolution for a batch-1, 1x1-or-3x3 input only above this many input elements
-(ConvParams::use_mkldnn, aten/src/ATen/native/Convolution.cpp: 'for some case, native is faster')."""
-
-
-def cpu_conv_backend(op: Conv2d, threads: int) -> str:
-    """Which PyTorch CPU kernel runs an fp32 convolution: 'mkldnn' (oneDNN, a fixed cost of several primitive
-    calls, see `roofline.measure.probes.conv.FIXED_PROBES`) or 'slow2d' (im2col and one BLAS product, a plain call).
-    ConvParams::use_mkldnn: oneDNN when (strided or dilated or batch >= 16 or not 1x1 or more than one
-    thread) and (grouped or a kernel larger than 3x3 in both sides or batch > 1 or more than 20480 input
-    elements); checked against torch._C._select_conv_backend on torch 2.13."""
-    stride, dilation = tuple(op.stride), tuple(op.dilation)
-    r, s, n = op.r, op.s, op.n
-    one_by_one = r == 1 and s == 1
-    takes = stride != (1, 1) or dilation != (1, 1) or n >= 16 or not one_by_one or threads > 1
-    worth = op.groups > 1 or (r > 3 and s > 3) or n > 1 or n * op.c * op.h * op.w > MKLDNN_MIN_ELEMENTS
-    return "mkldnn" if takes and worth else "slow2d"
 
 
 def _fixed_key(kind: str, pass_: str, c: Ceilings, ctx: CostContext) -> str:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 
 from roofline.hardware.schema import Profile
 from roofline.model.ceilings import Ceilings, ceilings_for
-from roofline.model.costmodel import CostContext, OpCost, op_cost, with_first_touch
+from roofline.model.context import CostContext
+from roofline.model.costmodel import OpCost, op_cost, with_first_touch
 from roofline.model.cpu_runtime.heap_requests import first_touch_bytes
 from roofline.model.memory import MemoryBreakdown, default_reserve_bytes, memory_breakdown
 from roofline.workload.ops.base import PASSES, Op, Workload
