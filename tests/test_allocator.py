@@ -6,7 +6,8 @@ import pytest
 
 from roofline.hardware import find_profile
 from roofline.model.ceilings import ceilings_for
-from roofline.model.costmodel import CostContext, op_cost, with_first_touch
+from roofline.model.context import CostContext
+from roofline.model.costmodel import op_cost, with_first_touch
 from roofline.model.cpu_runtime.allocator import MMAP_THRESHOLD_MAX_BYTES, TOP_PAD_BYTES, GlibcHeap, Request, replay
 from roofline.model.step import StepOptions, predict_step
 from roofline.workload.ops import Elementwise, Linear

@@ -14,7 +14,8 @@ import pytest
 
 from roofline.hardware.derived import vector_peak
 from roofline.hardware.load import SHIPPED_DIR, load_profile
-from roofline.model.costmodel import CostContext, op_cost
+from roofline.model.context import CostContext
+from roofline.model.costmodel import op_cost
 from roofline.model.step import StepOptions, predict_step
 from roofline.workload.ops import Conv2d, Elementwise, Gemm, Linear, Workload
 from roofline.workload.precision import get_precision

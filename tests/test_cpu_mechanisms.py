@@ -8,7 +8,8 @@ import pytest
 
 from roofline.hardware import find_profile
 from roofline.model.ceilings import ceilings_for
-from roofline.model.costmodel import CostContext, op_cost
+from roofline.model.context import CostContext
+from roofline.model.costmodel import op_cost
 from roofline.workload.ops import BatchNorm, Elementwise, Pool2d
 from roofline.workload.precision import get_precision
 
@@ -148,7 +149,7 @@ def test_weight_heavy_convolution_takes_the_lower_measured_efficiency(textbook):
 
 
 def test_pytorch_cpu_convolution_backend_choice():
-    from roofline.model.costmodel import cpu_conv_backend
+    from roofline.model.cpu_runtime.backend import cpu_conv_backend
     from roofline.workload.ops import Conv2d
 
     # checked against torch._C._select_conv_backend (torch 2.13, 2 threads / 1 thread)
@@ -194,7 +195,7 @@ def test_quick_calibration_keeps_each_convolution_kinds_lowest_and_highest_weigh
 
 def test_every_calibration_convolution_runs_on_onednn():
     from roofline.measure.probes.conv import SHAPES
-    from roofline.model.costmodel import cpu_conv_backend
+    from roofline.model.cpu_runtime.backend import cpu_conv_backend
 
     # an efficiency is oneDNN's: a shape on PyTorch's batch-1 fallback would say nothing of it
     for sh in SHAPES:

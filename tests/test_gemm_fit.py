@@ -55,7 +55,8 @@ def test_linear_layer_at_batch_four_runs_at_the_measured_skinny_rate():
 
     from roofline.hardware import find_profile
     from roofline.model.ceilings import ceilings_for
-    from roofline.model.costmodel import CostContext, op_cost
+    from roofline.model.context import CostContext
+    from roofline.model.costmodel import op_cost
     from roofline.workload.ops import Linear
     from roofline.workload.precision import get_precision
 
@@ -74,7 +75,8 @@ def test_weight_gradient_at_batch_eight_runs_at_the_measured_outer_product_rate(
 
     from roofline.hardware import find_profile
     from roofline.model.ceilings import ceilings_for
-    from roofline.model.costmodel import CostContext, op_cost
+    from roofline.model.context import CostContext
+    from roofline.model.costmodel import op_cost
     from roofline.workload.ops import Linear
     from roofline.workload.precision import get_precision
 

@@ -9,7 +9,7 @@ import pytest
 
 from roofline.hardware import find_profile
 from roofline.model.ceilings import ceilings_for
-from roofline.model.costmodel import CostContext
+from roofline.model.context import CostContext
 from roofline.model.cpu_runtime.allocator import Request, replay
 from roofline.model.cpu_runtime.heap_requests import (
     conv_backward_temporaries,

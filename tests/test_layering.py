@@ -26,6 +26,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
 )
 RANK = {stage: rank for rank, stages in enumerate(LAYERS) for stage in stages}
+BENEATH = {"roofline.model.cpu_runtime": ("roofline.model.costmodel", "roofline.model.step")}
+"""Within a stage: the CPU runtime lies beneath the cost model, which reads what it says (never the reverse)."""
 
 Graph = dict[str, set[str]]
 
@@ -86,6 +88,10 @@ def layer_violations(graph: Graph) -> list[str]:
                 out.append(f"{importer} -> {target}: stage {low if low not in RANK else high!r} is in no layer")
             elif RANK[low] >= RANK[high]:
                 out.append(f"{importer} ({high}) imports {target} ({low}), which is not below it")
+        for lower, above in BENEATH.items():
+            if importer.startswith(lower + "."):
+                out += [f"{importer} imports {t}, which lies above it" for t in sorted(imported)
+                        if t.startswith(above)]
     return out
 
 
@@ -140,9 +146,11 @@ def test_the_checker_fails_when_a_lower_stage_imports_a_higher_one():
         "roofline.advise.advisor": {"roofline.model.step", "roofline.errors"},  # down: fine
         "roofline.model.costmodel": {"roofline.model.ceilings"},  # within a stage: fine
         "roofline.llm.phases": {"roofline.model.step"},  # a package nobody placed
+        "roofline.model.cpu_runtime.heap": {"roofline.model.costmodel"},  # beneath the cost model it feeds
     }
     found = layer_violations(synthetic)
-    assert len(found) == 3
+    assert len(found) == 4
+    assert "roofline.model.cpu_runtime.heap imports roofline.model.costmodel, which lies above it" in found
     assert any(v.startswith("roofline.model.step (model) imports roofline.advise.advisor") for v in found)
     assert any(v.startswith("roofline.hardware.load (hardware) imports roofline.workload.zoo") for v in found)
     assert any("'llm' is in no layer" in v for v in found)

@@ -151,7 +151,7 @@ def test_impossible_shapes_raise(make):
 
 
 def test_the_stem_rule_is_few_input_channels_per_group():
-    from roofline.model.costmodel import conv_kind
+    from roofline.model.conv_cost import conv_kind
     from roofline.workload.ops.conv import STEM_MAX_INPUT_CHANNELS
 
     assert STEM_MAX_INPUT_CHANNELS == 4  # RGB (3) and RGBA (4) first layers

@@ -55,7 +55,7 @@ class Ceilings:
     AVX2, aBcd16b on AVX-512), so its layout copies pad channels to a multiple of it. 0 on a GPU."""
     threads: int = 1
     """Host threads the framework computes with (the calibration's torch thread count, else the cores): PyTorch
-    picks some CPU kernels by it (`roofline.model.costmodel.cpu_conv_backend`)."""
+    picks some CPU kernels by it (`roofline.model.cpu_runtime.backend.cpu_conv_backend`)."""
     gemm_curve: tuple[tuple[int, float], ...] = ()
     """Measured (n, FLOP/s) for square GEMMs at this dtype: small products do not reach peak."""
     gemm_fit: GemmFit | None = None

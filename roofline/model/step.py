@@ -17,9 +17,11 @@ from dataclasses import dataclass, field, replace
 from roofline.hardware.runtime import EAGER_CUDA, load_runtime
 from roofline.hardware.schema import Profile
 from roofline.model.ceilings import Ceilings, ceilings_for
-from roofline.model.costmodel import CostContext, Note, OpCost, op_cost, with_first_touch
+from roofline.model.context import CostContext
+from roofline.model.costmodel import OpCost, op_cost, with_first_touch
 from roofline.model.cpu_runtime.heap_requests import first_touch_bytes
 from roofline.model.memory import MemoryBreakdown, default_reserve_bytes, memory_breakdown
+from roofline.model.notes import Note
 from roofline.workload.ops.base import PASSES, Op, Workload
 from roofline.workload.precision import Precision
 

@@ -104,14 +104,13 @@ SHAPES = (
     ConvShape("depthwise", 8, 240, 240, 7, 5, groups=240, channels_last=False),
     ConvShape("depthwise", 64, 576, 576, 4, 5, groups=576, channels_last=False),
 )
-"""3x3: ResNet-50's stage 1, ResNet-18's stages 2 and 4 at 112 px and batch 8 (weight shares 0.02, 0.27,
-0.95; all on oneDNN's path, see `roofline.model.costmodel.cpu_conv_backend`: a batch-1 shape would run PyTorch's
-fallback and say nothing of oneDNN); 1x1: ResNet-50's stage-2 and stage-4 (0.04, 0.75) and MobileNetV3's
-narrow expansions and projections, from its first stages to its last (4 x 4 pixels); its depthwise 3x3 and 5x5
-at four stages (one strided); the ResNet 7x7/2 and MobileNetV3 3x3/2 stems. Depthwise convolutions are also
-timed in NCHW ('depthwise:nchw'): there PyTorch's CPU backward runs another, far slower kernel (3 to 25x its
-channels-last time here, growing with channels x taps), not a layout conversion around the same one, so it
-is measured as its own kind."""
+"""3x3: ResNet-50's stage 1, ResNet-18's stages 2 and 4 at 112 px and batch 8 (weight shares 0.02, 0.27, 0.95; all on
+oneDNN's path, see `roofline.model.cpu_runtime.backend.cpu_conv_backend`: a batch-1 shape would run PyTorch's
+fallback and say nothing of oneDNN); 1x1: ResNet-50's stage-2 and stage-4 (0.04, 0.75) and MobileNetV3's narrow
+expansions and projections, from its first stages to its last (4 x 4 pixels); its depthwise 3x3 and 5x5 at four
+stages (one strided); the ResNet 7x7/2 and MobileNetV3 3x3/2 stems. Depthwise convolutions are also timed in NCHW
+('depthwise:nchw'): there PyTorch's CPU backward runs another, far slower kernel (3 to 25x its channels-last time
+here, growing with channels x taps), not a layout conversion around the same one, so it is measured as its own kind."""
 
 FIXED_PROBES = (
     ConvShape("1x1", 8, 16, 16, 1, 1),
@@ -120,7 +119,7 @@ FIXED_PROBES = (
     ConvShape("stem", 8, 3, 16, 8, 3, stride=2),
 )
 """The least work each kind can do on the library's path (batch 8 keeps PyTorch off its batch-1 fallback, see
-`roofline.model.costmodel.cpu_conv_backend`), timed in both layouts: the per-call cost every such convolution
+`roofline.model.cpu_runtime.backend.cpu_conv_backend`), timed in both layouts: the per-call cost every such convolution
 pays however small. Here it is 50-65 us channels-last and 90-100 us NCHW, against 8 us for the same work on
 the fallback path: each oneDNN primitive (weight reorder, convolution, and for NCHW the two activation
 reorders) runs as its own parallel region, and PyTorch's wrapper prepares them per call."""

@@ -32,8 +32,9 @@ what the allocator returns and takes back when nothing pins the heap's top: an u
 
 from __future__ import annotations
 
-from roofline.model.costmodel import CostContext, cpu_conv_backend
+from roofline.model.context import CostContext
 from roofline.model.cpu_runtime.allocator import Request, replay
+from roofline.model.cpu_runtime.backend import cpu_conv_backend
 from roofline.model.cpu_runtime.runtime import ASSUMED_PAGE_BYTES
 from roofline.workload.ops.base import MODEL_INPUT, Dataflow, Op
 
@@ -72,7 +73,7 @@ def _im2col_columns(op: Op) -> int:
 def conv_temporaries(op: Op, block: int, layout: str) -> list[tuple[str, float]]:
     """What one forward convolution allocates around its result, in elements, as ('+name', elements) and
     ('-name', 0) in order; '+out' is the result. `layout` is 'onednn-nchw' (oneDNN over NCHW tensors),
-    'onednn' (channels-last), 'slow2d' (PyTorch's batch-1 fallback, see `costmodel.cpu_conv_backend`).
+    'onednn' (channels-last), 'slow2d' (PyTorch's batch-1 fallback, see `backend.cpu_conv_backend`).
     oneDNN over NCHW (ONEDNN_VERBOSE=1: aBcd8b activations and ABcd8b8a weights on AVX2, 16 on AVX-512,
     `block` channels): input copy, weight copy, output copy, then the weight and input copies freed, the
     NCHW result allocated and the output copy freed; a stem's few input channels are read as they are, and
