@@ -1,0 +1,1 @@
+"""Cost composition beyond one op: the LLM serving step (prefill, decode, KV cache, runtime)."""

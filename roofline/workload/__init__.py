@@ -1,0 +1,1 @@
+"""Workloads as op lists: llm/ holds decoder-only language models' prefill and decode phases."""
