@@ -7,8 +7,10 @@ from typing import Any
 
 from roofline.commands.common import add_hw_args, add_json_flag, parse_batches, print_json, selected_profile
 from roofline.commands.model_args import add_model_args, add_step_args, model_request
+from roofline.commands.serving import add_serving_args
 from roofline.errors import DoesNotFit, RooflineError
 from roofline.step import StepOptions, StepPrediction
+from roofline.workload.llm.builtins import is_llm
 
 
 def add_parser(subparsers: Any) -> None:
@@ -18,6 +20,7 @@ def add_parser(subparsers: Any) -> None:
     add_hw_args(p)
     p.add_argument("--batch", default="1", help="N, a list 1,8,32, or a range 1:1024 (default 1)")
     add_step_args(p)
+    add_serving_args(p)
     p.add_argument("--allow-oversize", action="store_true",
                    help="predict time even when the batch does not fit the device memory")
     add_json_flag(p)
@@ -76,7 +79,11 @@ def run(args: argparse.Namespace) -> int:
     from roofline.workloads import workload_builder
 
     profile = selected_profile(args)
-    precision = get_precision(args.precision)
+    if args.model and is_llm(args.model):
+        from roofline.commands.serving import run_predict
+
+        return run_predict(args)
+    precision = get_precision(args.precision or "fp32")
     name, build = workload_builder(model_request(args))
     batches = parse_batches(args.batch)
     if args.op and batches != [1]:

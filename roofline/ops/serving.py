@@ -11,6 +11,11 @@ from roofline.ops.attention import Attention
 from roofline.ops.base import GemmView, Num, Traffic
 from roofline.ops.gemm import Linear
 
+KV_BLOCK = 64
+"""Keys a FlashAttention kernel loads per block (FlashAttention-2, Dao 2023, section 3: blocks of 64 or 128
+keys): the last block is computed whole and masked, so the key length is padded to a multiple of it, which
+also keeps the products' depth aligned for the tensor cores whatever the context length."""
+
 
 @dataclass
 class CachedAttention(Attention):
@@ -42,9 +47,10 @@ class CachedAttention(Attention):
         if pass_ != "forward":
             return []
         rows = math.ceil(self.kept / self.seq_kv) * self.group
-        depth = math.ceil(self.kept / self.seq_q)
+        keys = math.ceil(self.seq_kv / KV_BLOCK) * KV_BLOCK
+        depth = math.ceil(math.ceil(self.kept / self.seq_q) / KV_BLOCK) * KV_BLOCK
         pairs = self.batch * self.kv_heads
-        return [GemmView(rows, self.seq_kv, self.head_dim, pairs),
+        return [GemmView(rows, keys, self.head_dim, pairs),
                 GemmView(self.seq_q * self.group, self.head_dim, depth, pairs)]
 
     def traffic(self, pass_: str) -> Traffic:

@@ -117,7 +117,8 @@ def phase(cfg: DecoderConfig, name: str, batch: int, tokens: int, context: int,
                  Elementwise("embed.add", numel=rows * cfg.hidden, inputs=2, op="add")]
     tail: list[Op] = [
         LayerNorm("final.norm", rows=rows, features=cfg.hidden),
-        Linear("lm_head", batch=batch, in_features=cfg.hidden, out_features=cfg.vocab, bias=False),
+        Linear("lm_head", batch=batch, in_features=cfg.hidden, out_features=cfg.vocab, bias=False,
+               tied=cfg.tied_embeddings),
         Reduce("sample.argmax", numel_in=batch * cfg.vocab, numel_out=batch),
     ]
     steps = ([Step(op, 1) for op in head]

@@ -1,0 +1,101 @@
+"""Language-model serving for `predict` and `advise --serve`: the arguments, the JSON documents, the runs."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from roofline.commands.common import print_json, selected_profile
+
+
+def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
+    """Flags that apply when --model names a decoder-only language model (built-in or config.json)."""
+    g = p.add_argument_group("language models (--model llama-3-8b, or a config.json)")
+    g.add_argument("--prompt-len", type=int, metavar="P", help="prompt tokens per sequence (default 512)")
+    g.add_argument("--output-len", type=int, metavar="O", help="generated tokens per sequence (default 128)")
+    g.add_argument("--kv-precision", metavar="fp16|bf16|fp8", help="KV cache storage (default 16-bit)")
+    g.add_argument("--group-size", type=int, default=128, metavar="G",
+                   help="int4 weights sharing one scale and zero (default 128)")
+    g.add_argument("--runtime", choices=["eager", "graph"],
+                   help="eager: Hugging Face generate (per-op dispatch; default); graph: CUDA graphs (vLLM, "
+                        "TensorRT-LLM, gpt-fast compiled)")
+    if advise:
+        g.add_argument("--serve", action="store_true", help="serving advice: concurrent sequences and precision")
+        g.add_argument("--tpot-ms", type=float, metavar="T", help="largest acceptable time per output token")
+        g.add_argument("--ttft-ms", type=float, metavar="T", help="largest acceptable time to first token")
+
+
+def _lengths(args: argparse.Namespace) -> tuple[int, int]:
+    from roofline.errors import RooflineError
+
+    prompt = args.prompt_len if args.prompt_len is not None else 512
+    output = args.output_len if args.output_len is not None else 128
+    if prompt < 1 or output < 1:
+        raise RooflineError(f"--prompt-len ({prompt}) and --output-len ({output}) must be positive integers")
+    return prompt, output
+
+
+def phase_layers(cost: Any) -> list[dict[str, Any]]:
+    """One row per distinct op of the phase, with how often it runs; times are totals over its repeats."""
+    return [{"name": o.name, "op": o.kind, "count": n, "flops": o.flops * n, "bytes": o.bytes * n,
+             "time_s": o.time_s * n, "compute_s": o.compute_s * n, "memory_s": o.memory_s * n,
+             "host_s": o.host_s * n, "bound": o.bound, "path": o.path,
+             "arithmetic_intensity": o.flops / o.bytes if o.bytes else None, "notes": list(o.notes)}
+            for o, n in cost.costs]
+
+
+def prediction_dict(p: Any) -> dict[str, Any]:
+    m = p.memory
+    return {
+        "model": p.model, "device": p.device, "batch_size": p.batch, "prompt_len": p.prompt_len,
+        "output_len": p.output_len, "precision": p.precision.name, "kv_precision": p.precision.kv_name,
+        "group_size": p.precision.group_size if p.precision.name == "int4" else None, "runtime": p.runtime,
+        "ttft_s": p.ttft_s, "tpot_s": p.tpot_s, "tokens_per_s": p.tokens_per_s,
+        "decode_tokens_per_s": p.decode_tokens_per_s, "request_s": p.request_s,
+        "step_time_s": p.request_s, "samples_per_s": p.batch / p.request_s,
+        "memory_bytes": m.total, "capacity_bytes": p.capacity_bytes, "fits": p.fits,
+        "memory": {"weights": m.weights, "kv_cache": m.kv_cache, "activations": m.activations,
+                   "workspace": m.workspace, "total": m.total},
+        "phases": {
+            "prefill": {"time_s": p.prefill.time_s, "tokens_per_sequence": p.prompt_len, "context": p.prompt_len,
+                        "flops": p.prefill.flops, "bytes": p.prefill.bytes, "layers": phase_layers(p.prefill)},
+            "decode": {"time_s": p.decode.time_s, "tokens_per_sequence": 1, "context": p.decode.phase.context,
+                       "flops": p.decode.flops, "bytes": p.decode.bytes, "layers": phase_layers(p.decode)},
+        },
+        "layers": phase_layers(p.decode),
+    }
+
+
+def _precision(args: argparse.Namespace, profile: Any, name: str | None) -> Any:
+    from roofline.ceilings import compute_dtype_for
+    from roofline.model.llm_precision import serving_precision
+    from roofline.precision import get_precision
+
+    activation = next((n for n in ("bf16", "fp16") if compute_dtype_for(get_precision(n), profile)), "fp32")
+    return serving_precision(name or activation, args.kv_precision, args.group_size, activation)
+
+
+def run_predict(args: argparse.Namespace) -> int:
+    from roofline.commands.common import parse_batches
+    from roofline.model.llm_step import predict_serving, require_fit
+    from roofline.workload.llm.builtins import get_config
+
+    cfg = get_config(args.model)
+    profile = selected_profile(args)
+    prompt, output = _lengths(args)
+    prec = _precision(args, profile, args.precision)
+    preds = [predict_serving(cfg, profile, prec, b, prompt, output, args.runtime or "eager")
+             for b in parse_batches(args.batch)]
+    if not args.allow_oversize:
+        for p in preds:
+            require_fit(p)
+    out = prediction_dict(preds[0])
+    out["batches"] = [{"batch_size": p.batch, "ttft_s": p.ttft_s, "tpot_s": p.tpot_s,
+                       "tokens_per_s": p.tokens_per_s, "memory_bytes": p.memory.total} for p in preds]
+    if args.json:
+        print_json(out)
+        return 0
+    from roofline.report.serving_view import render_serving_prediction
+
+    render_serving_prediction(out)
+    return 0

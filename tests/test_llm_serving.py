@@ -1,0 +1,97 @@
+"""LLM serving predictions: DESIGN's JSON keys, mechanisms checked by closed forms, bad input -> exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import cli
+from roofline.hardware import find_profile
+from roofline.model.llm_precision import serving_precision
+from roofline.model.llm_step import predict_serving, weight_bytes
+from roofline.workload.llm.builtins import get_config
+
+LAYER_KEYS = {"name", "op", "flops", "bytes", "time_s", "bound"}
+
+
+def run_json(capsys, *argv: str) -> dict:
+    assert cli.main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def run_error(capsys, *argv: str) -> str:
+    assert cli.main(list(argv)) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    return lines[0]
+
+
+@pytest.mark.parametrize("gpu", ["a100", "h100"])
+def test_predict_json_has_the_design_keys(capsys, gpu):
+    out = run_json(capsys, "predict", "--model", "llama-3-8b", "--gpu", gpu, "--prompt-len", "1024",
+                   "--output-len", "256", "--batch", "16", "--precision", "int4")
+    assert {"ttft_s", "tpot_s", "tokens_per_s", "memory", "phases"} <= set(out)
+    assert set(out["memory"]) >= {"weights", "kv_cache", "activations", "workspace"}
+    for phase in ("prefill", "decode"):
+        rows = out["phases"][phase]["layers"]
+        assert rows and all(set(r) >= LAYER_KEYS for r in rows)
+    # 16 sequences x 256 tokens over TTFT + 255 x TPOT
+    assert out["tokens_per_s"] == pytest.approx(16 * 256 / (out["ttft_s"] + 255 * out["tpot_s"]))
+    # KV cache: 16 x 1280 tokens x 131072 B (2 x 32 layers x 8 KV heads x 128 x 2 B)
+    assert out["memory"]["kv_cache"] == 16 * 1280 * 131072
+
+
+def test_int4_weight_bytes_closed_form():
+    cfg = get_config("llama-2-7b")
+    # linear weights: 6738415616 params - 2 x 32000 x 4096 embedding/lm_head... lm_head is a linear layer:
+    # linear = 32 x (4 x 4096^2 + 3 x 4096 x 11008) + 32000 x 4096 = 6607077376; the rest (token table and
+    # 65 RMSNorm weights) = 131338240 at 2 bytes; int4 g128: 0.5 + 4 / 128 bytes per linear weight
+    expected = 6607077376 * (0.5 + 4 / 128) + 131338240 * 2
+    assert weight_bytes(cfg, serving_precision("int4", group_size=128)) == pytest.approx(expected)
+
+
+def test_decode_at_batch_one_is_weight_bandwidth_bound_on_a_gpu():
+    """With a captured graph, bf16 decode of a 7B model reads ~13.5 GB per token: its time is at least weight
+    bytes / DRAM bandwidth and at most that plus one kernel floor (launch_s) for each of its kernels (the small
+    norms, adds and rope ops are each shorter than a launch), and int8 weights (half the bytes) are faster but
+    less than 2x (the same kernel floors, and dequantisation)."""
+    hw = find_profile("a100-sxm4-80gb")
+    cfg = get_config("llama-2-7b")
+    bf16 = predict_serving(cfg, hw, serving_precision("bf16"), 1, 8, 64, "graph")
+    floor = bf16.memory.weights / bf16.ceilings.dram.bandwidth_bytes_per_s
+    kernels = sum(n for _, n in bf16.decode.costs)
+    assert floor <= bf16.tpot_s <= floor + kernels * bf16.ceilings.launch_s
+    int8 = predict_serving(cfg, hw, serving_precision("int8"), 1, 8, 64, "graph")
+    assert 1.0 < bf16.tpot_s / int8.tpot_s < 2.0
+
+
+def test_eager_runtime_costs_more_per_token_than_a_graph():
+    hw = find_profile("h100")
+    cfg = get_config("llama-2-7b")
+    eager = predict_serving(cfg, hw, serving_precision("bf16"), 1, 8, 64, "eager")
+    graph = predict_serving(cfg, hw, serving_precision("bf16"), 1, 8, 64, "graph")
+    assert eager.tpot_s > graph.tpot_s
+
+
+def test_moe_reads_more_experts_at_larger_batch():
+    hw = find_profile("h100")
+    cfg = get_config("mixtral-8x7b")
+    one = predict_serving(cfg, hw, serving_precision("int4"), 1, 8, 8, "graph")
+    many = predict_serving(cfg, hw, serving_precision("int4"), 64, 8, 8, "graph")
+    assert many.decode.bytes > 2 * one.decode.bytes
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("--model", "llama-3-8b", "--gpu", "a100", "--prompt-len", "8000", "--output-len", "500"), "maximum"),
+    (("--model", "llama-2-70b", "--gpu", "a100-sxm4-40gb", "--prompt-len", "16", "--output-len", "16"),
+     "needs"),
+    (("--model", "llama-3-8b", "--gpu", "a100", "--precision", "int3"), "unknown serving precision"),
+    (("--model", "llama-3-8b", "--gpu", "a100", "--kv-precision", "int2"), "unknown KV cache precision"),
+    (("--model", "llama-3-8b", "--cpu", "textbook", "--runtime", "graph"), "needs a GPU"),
+    (("--model", "missing/config.json", "--gpu", "a100"), "no such config file"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, argv, message):
+    assert message in run_error(capsys, "predict", *argv)
