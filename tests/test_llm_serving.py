@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +96,40 @@ def test_moe_reads_more_experts_at_larger_batch():
 ])
 def test_bad_input_is_one_line_exit_2(capsys, argv, message):
     assert message in run_error(capsys, "predict", *argv)
+
+
+def test_advise_serve_keys_targets_and_memory(capsys):
+    out = run_json(capsys, "advise", "--model", "llama-3-8b", "--gpu", "h100", "--serve", "--prompt-len", "1024",
+                   "--output-len", "256", "--tpot-ms", "20")
+    rec = out["recommended"]
+    assert {"batch_size", "precision", "kv_precision"} <= set(rec)
+    rows = out["sweep"]
+    assert rows and all({"ttft_s", "tpot_s", "tokens_per_s", "batch_size", "precision"} <= set(r) for r in rows)
+    chosen = [r for r in rows if r["batch_size"] == rec["batch_size"] and r["precision"] == rec["precision"]
+              and r["kv_precision"] == rec["kv_precision"]]
+    assert chosen and chosen[0]["tpot_s"] <= 0.020
+    assert rec["tokens_per_s"] == max(r["tokens_per_s"] for r in rows if r["tpot_s"] <= 0.020)
+    # the largest batch that fits: bf16 weights 16.06 GB + B x 1280 tokens x 131072 B (+ activations) within
+    # 80 GiB less the workspace; the KV cache alone bounds it by (80 GiB - 16.06 GB) / 167.8 MB = 416
+    assert out["max_batch_size_by_precision"]["bf16/fp16"] < 416
+    assert len(out["reasons"]) >= 4
+
+
+def test_advise_serve_is_fast_and_torch_free():
+    """`advise --serve` must not import torch and answers in well under a second of CPU time."""
+    import subprocess
+    import sys
+
+    code = "\n".join([
+        "import contextlib, io, resource, sys",
+        "import cli",
+        "argv = ['advise', '--model', 'llama-3-8b', '--gpu', 'a100', '--serve', '--prompt-len', '512',"
+        " '--output-len', '128', '--json']",
+        "with contextlib.redirect_stdout(io.StringIO()):",
+        "    cli.main(argv)",
+        "print('torch' in sys.modules, resource.getrusage(resource.RUSAGE_SELF).ru_utime)",
+    ])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1]).stdout.split()
+    assert out[0] == "False"
+    assert float(out[1]) < 1.0

@@ -7,6 +7,8 @@ from typing import Any
 
 from roofline.commands.common import add_hw_args, add_json_flag, print_json, selected_profile
 from roofline.commands.model_args import add_model_args
+from roofline.commands.serving import add_serving_args
+from roofline.workload.llm.builtins import is_llm
 
 
 def add_parser(subparsers: Any) -> None:
@@ -27,6 +29,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--reserve-bytes", type=float, metavar="BYTES", help="device memory unavailable to tensors")
     p.add_argument("--plot", metavar="DIR|FILE.png|FILE.svg",
                    help="write the roofline and batch-sweep plots (into DIR as a PNG, or to FILE)")
+    add_serving_args(p, advise=True)
     add_json_flag(p)
     p.set_defaults(handler=run)
 
@@ -59,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
     from roofline.step import StepOptions
     from roofline.workloads import workload_builder
 
+    if args.serve or is_llm(args.model):
+        from roofline.commands.serving import run_advise
+
+        return run_advise(args)
     profile = selected_profile(args)
     name, build = workload_builder(model_request(args))
     plot_target = None

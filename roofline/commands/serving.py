@@ -99,3 +99,49 @@ def run_predict(args: argparse.Namespace) -> int:
 
     render_serving_prediction(out)
     return 0
+
+
+def advice_dict(a: Any) -> dict[str, Any]:
+    r = a.recommended
+    rows = [{"batch_size": p.batch, "precision": p.precision.name, "kv_precision": p.precision.kv_name,
+             "ttft_s": p.ttft_s, "tpot_s": p.tpot_s, "tokens_per_s": p.tokens_per_s,
+             "decode_tokens_per_s": p.decode_tokens_per_s, "step_time_s": p.request_s,
+             "samples_per_s": p.batch / p.request_s, "memory_bytes": p.memory.total, "meets_targets": meets}
+            for p, meets in a.sweep]
+    return {
+        "model": a.model, "device": a.device, "prompt_len": a.prompt_len, "output_len": a.output_len,
+        "runtime": a.runtime, "serve": True,
+        "recommended": {"batch_size": r.batch if r else None, "precision": r.precision.name if r else None,
+                        "kv_precision": r.precision.kv_name if r else None,
+                        "ttft_s": r.ttft_s if r else None, "tpot_s": r.tpot_s if r else None,
+                        "tokens_per_s": r.tokens_per_s if r else None,
+                        "memory_bytes": r.memory.total if r else None},
+        "max_batch_size": max(a.max_batch_by_precision.values()),
+        "max_batch_size_by_precision": a.max_batch_by_precision,
+        "sweep": rows, "reasons": a.reasons, "reason_numbers": a.numbers,
+    }
+
+
+def run_advise(args: argparse.Namespace) -> int:
+    from roofline.advise.serving import advise_serving
+    from roofline.errors import RooflineError
+    from roofline.workload.llm.builtins import get_config
+
+    cfg = get_config(args.model)
+    profile = selected_profile(args)
+    prompt, output = _lengths(args)
+    for flag in ("tpot_ms", "ttft_ms"):
+        value = getattr(args, flag)
+        if value is not None and not value > 0:
+            raise RooflineError(f"--{flag.replace('_', '-')} must be a positive number of milliseconds, got {value}")
+    advice = advise_serving(cfg, profile, prompt, output, args.runtime or "eager", args.precision,
+                            args.kv_precision, args.group_size,
+                            args.tpot_ms / 1e3 if args.tpot_ms else None, args.ttft_ms / 1e3 if args.ttft_ms else None)
+    out = advice_dict(advice)
+    if args.json:
+        print_json(out)
+        return 0
+    from roofline.report.serving_view import render_serving_advice
+
+    render_serving_advice(out)
+    return 0

@@ -15,7 +15,7 @@ replayed by one graph launch; the host cost per op disappears and the kernels ru
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from roofline.ceilings import Ceilings
 from roofline.costmodel import OpCost
@@ -32,28 +32,39 @@ def eager_kernels(name: str, fp32: bool) -> int:
     return EAGER_KERNELS.get(name, 1) - (FP32_CASTS_SKIPPED.get(name, 0) if fp32 else 0)
 
 
-def eager_s(costs: list[OpCost], c: Ceilings, fp32: bool) -> tuple[float, list[OpCost]]:
-    """Each op charged its kernels' dispatch (and launch floor on a GPU); a GPU overlaps host and device
-    (`drained_pipeline_s`), a CPU adds them."""
-    charged = []
-    for o in costs:
-        kernels = eager_kernels(o.name, fp32) if o.bound != "free" else 0
-        host = o.host_s / max(o.launches, 1) * kernels if o.launches else c.dispatch_s * kernels
-        device = max(o.device_s, c.launch_s * kernels) if c.is_gpu else o.device_s
-        bound = "overhead" if max(host, device) > max(o.compute_s, o.memory_s) and kernels else o.bound
-        charged.append(replace(o, host_s=host, device_s=device, launches=kernels, bound=bound))
-    total = drained_pipeline_s(charged) if c.is_gpu else sum(o.time_s for o in charged)
-    return total, charged
+def eager_charge(o: OpCost, c: Ceilings, fp32: bool) -> OpCost:
+    """The op charged its kernels' dispatch on the host and, on a GPU, one launch floor per kernel."""
+    kernels = eager_kernels(o.name, fp32) if o.bound != "free" else 0
+    host = c.dispatch_s * kernels if not o.launches else o.host_s / o.launches * kernels
+    device = max(o.device_s, c.launch_s * kernels) if c.is_gpu else o.device_s
+    bound = "overhead" if kernels and max(host, device) > max(o.compute_s, o.memory_s) else o.bound
+    return replace(o, host_s=host, device_s=device, launches=kernels, bound=bound)
 
 
-def graph_s(costs: list[OpCost], c: Ceilings, fp32: bool) -> tuple[float, list[OpCost]]:
-    """One graph launch per forward; kernels back to back, no per-op host time."""
+def eager_total(sequence: list[OpCost], c: Ceilings) -> float:
+    """A GPU overlaps host and device (`drained_pipeline_s`); a CPU adds them."""
+    return drained_pipeline_s(sequence) if c.is_gpu else sum(o.time_s for o in sequence)
+
+
+def graph_charge(o: OpCost, c: Ceilings, fp32: bool) -> OpCost:
+    """No per-op host time: the graph replays the kernels back to back."""
     if not c.is_gpu:
         raise RooflineError("--runtime graph (CUDA graphs) needs a GPU profile; on a CPU use --runtime eager")
-    charged = [replace(o, host_s=0.0, bound=o.bound if o.bound != "overhead"
-                       else ("compute" if o.compute_s >= o.memory_s else "memory")) for o in costs]
-    return c.launch_s + sum(o.device_s for o in charged), charged
+    bound = o.bound if o.bound != "overhead" else ("compute" if o.compute_s >= o.memory_s else "memory")
+    return replace(o, host_s=0.0, bound=bound)
 
 
-RUNTIMES: dict[str, Callable[[list[OpCost], Ceilings, bool], tuple[float, list[OpCost]]]] = {
-    "eager": eager_s, "graph": graph_s}
+def graph_total(sequence: list[OpCost], c: Ceilings) -> float:
+    """One graph launch per forward, then every kernel's device time."""
+    return c.launch_s + sum(o.device_s for o in sequence)
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """How a runtime charges one op, and how a forward's ops add up."""
+
+    charge: Callable[[OpCost, Ceilings, bool], OpCost]
+    total: Callable[[list[OpCost], Ceilings], float]
+
+
+RUNTIMES = {"eager": Runtime(eager_charge, eager_total), "graph": Runtime(graph_charge, graph_total)}

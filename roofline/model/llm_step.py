@@ -135,14 +135,13 @@ def phase_cost(phase: Phase, prec: ServingPrecision, c: Ceilings, runtime: str, 
         if is_linear and prec.weight_only:
             cost = _dequant(cost, op, prec, c)
         distinct.append((cost, step.repeat))
-    sequence = _in_order(distinct, phase)
     fp32 = prec.compute.storage_bytes == 4
-    total, charged = RUNTIMES[runtime](sequence, c, fp32)
-    by_name = {o.name: o for o in charged}
-    return PhaseCost(phase, total, tuple((by_name[o.name], n) for o, n in distinct))
+    rt = RUNTIMES[runtime]
+    charged = [(rt.charge(o, c, fp32), n) for o, n in distinct]
+    return PhaseCost(phase, rt.total(_in_order(charged), c), tuple(charged))
 
 
-def _in_order(distinct: list[tuple[OpCost, int]], phase: Phase) -> list[OpCost]:
+def _in_order(distinct: list[tuple[OpCost, int]]) -> list[OpCost]:
     """Execution order: head ops, then every layer's ops layer by layer, then the tail."""
     head = [o for o, n in distinct if n == 1 and not o.name.startswith(("final", "lm_head", "sample"))]
     layer = [o for o, n in distinct if n > 1]

@@ -1,0 +1,1 @@
+"""Advice composed from predictions: serving concurrency and precision for language models."""
