@@ -133,3 +133,21 @@ def test_advise_serve_is_fast_and_torch_free():
                          cwd=Path(__file__).resolve().parents[1]).stdout.split()
     assert out[0] == "False"
     assert float(out[1]) < 1.0
+
+
+def test_validate_serve_times_transformers_generate(capsys, tmp_path):
+    """A two-layer Llama-shaped config, built by transformers with random weights, timed live on the CPU; the
+    document carries both phases predicted and measured (no accuracy claim: the machine may be loaded)."""
+    pytest.importorskip("transformers")
+    path = tmp_path / "tiny" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+                                "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+                                "vocab_size": 256, "max_position_embeddings": 128}))
+    textbook = str(Path(__file__).resolve().parents[1] / "hardware_profiles" / "cpu" / "textbook-cpu.yaml")
+    out = run_json(capsys, "validate", "--model", str(path), "--serve", "--hw", textbook, "--prompt-len", "8",
+                   "--output-len", "4", "--repeats", "1")
+    run = out["runs"][0]
+    for phase in ("prefill", "decode"):
+        assert run[phase]["measured_s"] > 0 and run[phase]["predicted_s"] > 0
+    assert set(out["median_abs_error_pct_by_phase"]) == {"prefill", "decode"}

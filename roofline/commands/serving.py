@@ -145,3 +145,64 @@ def run_advise(args: argparse.Namespace) -> int:
 
     render_serving_advice(out)
     return 0
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """Live transformers generate on this CPU vs the prediction on this machine's profile, per phase."""
+    from roofline.commands.common import parse_batches
+    from roofline.errors import RooflineError
+    from roofline.measure.llm_live import time_generate
+    from roofline.model.llm_precision import serving_precision
+    from roofline.model.llm_step import predict_serving
+    from roofline.validate import choose_profile, error_pct
+    from roofline.workload.llm.builtins import get_config
+
+    if args.device != "cpu":
+        raise RooflineError("validate --serve times transformers on the CPU only; pass --device cpu")
+    cfg = get_config(args.model)
+    prompt, output = _lengths(args)
+    if output < 2:
+        raise RooflineError("--output-len must be at least 2 to time decoding")
+    choice = choose_profile("cpu", args.hw, calibrate=not args.no_calibrate)
+    prec = serving_precision("fp32", "fp32", activation="fp32")
+    runs = []
+    for b in parse_batches(args.batch):
+        predicted = predict_serving(cfg, choice.profile, prec, b, prompt, output, "eager")
+        live = time_generate(cfg, b, prompt, output, args.repeats)
+        runs.append({"batch_size": b, "prompt_len": prompt, "output_len": output,
+                     "prefill": {"predicted_s": predicted.ttft_s, "measured_s": live.prefill_s,
+                                 "error_pct": error_pct(predicted.ttft_s, live.prefill_s)},
+                     "decode": {"predicted_s": predicted.tpot_s, "measured_s": live.tpot_s,
+                                "error_pct": error_pct(predicted.tpot_s, live.tpot_s)},
+                     "predicted_s": predicted.request_s, "measured_s": live.prefill_s + (output - 1) * live.tpot_s,
+                     "threads": live.threads, "versions": live.versions})
+    for r in runs:
+        r["error_pct"] = error_pct(r["predicted_s"], r["measured_s"])
+    import statistics
+
+    out = {"model": cfg.name, "device": "cpu", "profile": choice.profile.name, "profile_source": choice.source,
+           "warnings": list(choice.warnings), "runs": runs,
+           "median_abs_error_pct": statistics.median(abs(r["error_pct"]) for r in runs),
+           "median_abs_error_pct_by_phase": {
+               phase: statistics.median(abs(r[phase]["error_pct"]) for r in runs) for phase in ("prefill", "decode")}}
+    print_json(out) if args.json else _print_validation(out)
+    return 0
+
+
+
+
+def _print_validation(out: dict[str, Any]) -> None:
+    from rich.console import Console
+
+    from roofline.report.units import format_si
+
+    console = Console()
+    console.print(f"[bold]{out['model']}[/] with transformers generate on this CPU ({out['profile']}, "
+                  f"{out['profile_source']})")
+    for w in out["warnings"]:
+        console.print(f"  [yellow]{w}[/]")
+    for r in out["runs"]:
+        for phase in ("prefill", "decode"):
+            x = r[phase]
+            console.print(f"  batch {r['batch_size']} {phase:7}: predicted {format_si(x['predicted_s'], 's')}, "
+                          f"measured {format_si(x['measured_s'], 's')} ({x['error_pct']:+.1f}%)")

@@ -32,11 +32,19 @@ def add_parser(subparsers: Any) -> None:
                    help="with no calibration of this machine, predict from detected/datasheet ceilings instead of "
                         "running a quick calibration first")
     p.add_argument("--per-layer", action="store_true", help="also time each leaf module's forward")
+    p.add_argument("--serve", action="store_true",
+                   help="language models: time transformers' generate (prefill, per-token decode) instead")
+    p.add_argument("--prompt-len", type=int, metavar="P", help="with --serve: prompt tokens (default 512)")
+    p.add_argument("--output-len", type=int, metavar="O", help="with --serve: generated tokens (default 128)")
     add_json_flag(p)
     p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.serve:
+        from roofline.commands.serving import run_validate
+
+        return run_validate(args)
     from rich.console import Console
 
     from roofline.validate import validate, validation_dict

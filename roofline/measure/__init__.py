@@ -1,0 +1,1 @@
+"""Live measurements on this machine."""
