@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from roofline.allocator import Request, replay
-from roofline.ceilings import ceilings_for
-from roofline.costmodel import CostContext
 from roofline.hardware import find_profile
-from roofline.heap_requests import (
+from roofline.model.ceilings import ceilings_for
+from roofline.model.context import CostContext
+from roofline.model.cpu_runtime.allocator import Request, replay
+from roofline.model.cpu_runtime.heap_requests import (
     conv_backward_temporaries,
     conv_layout,
     conv_temporaries,
@@ -19,12 +19,12 @@ from roofline.heap_requests import (
     inference_requests,
     training_requests,
 )
-from roofline.ops import Conv2d
-from roofline.ops.base import PASSES, Workload
-from roofline.precision import get_precision
-from roofline.step import executed
-from roofline.zoo import build_workload, list_models
-from roofline.zoo._graph import Graph
+from roofline.model.step import executed
+from roofline.workload.ops import Conv2d
+from roofline.workload.ops.base import PASSES, Workload
+from roofline.workload.precision import get_precision
+from roofline.workload.zoo import build_workload, list_models
+from roofline.workload.zoo._graph import Graph
 
 DATA = Path(__file__).parent / "data"
 
@@ -193,3 +193,24 @@ def test_a_training_step_charges_an_ops_backward_requests_to_its_first_gradient_
     # every pass of fc1 and fc2 is listed; the backward_weight passes of the ops with an input gradient get none
     assert by_pair[("backward_weight", "fc2")] == 0.0 and by_pair[("backward_weight", "relu")] == 0.0
     assert len(fresh) == len(pairs)
+
+
+def test_the_heap_replay_is_switched_on_by_the_recorded_runtime():
+    from roofline.hardware.load import load_profile
+    from roofline.model.cpu_runtime.allocator import GlibcHeap
+    from roofline.model.cpu_runtime.runtime import ASSUMED_PAGE_BYTES, recorded_runtime
+    from roofline.model.step import StepOptions, predict_step
+
+    assert recorded_runtime({"libc": "glibc 2.36", "page_bytes": 16384}).glibc_heap
+    assert not recorded_runtime({"libc": None, "page_bytes": 4096}).glibc_heap  # musl, macOS: not modelled
+    assert recorded_runtime({}).glibc_heap and recorded_runtime({}).page_bytes == ASSUMED_PAGE_BYTES
+    # a 10^8-byte request (above the mmap threshold) is mapped in whole pages: 10^8 + 8 B of header rounds up
+    # to 24,415 x 4,096 = 100,003,840 B, or to 6,104 x 16,384 = 100,007,936 B
+    assert GlibcHeap(4096).allocate_chunk("a", 10**8) == 100_003_840
+    assert GlibcHeap(16384).allocate_chunk("a", 10**8) == 100_007_936
+    profile = load_profile(Path(__file__).resolve().parents[1] / "benchmarks/results/accuracy-cpu-profile.yaml")
+    wl, fp32, train = build_workload("mlp", 64), get_precision("fp32"), StepOptions(train=True)
+    glibc = predict_step(wl, profile, fp32, train)
+    env = {**profile.measured.environment, "libc": None}
+    other = profile.model_copy(update={"measured": profile.measured.model_copy(update={"environment": env})})
+    assert glibc.fresh_bytes > 0 and predict_step(wl, other, fp32, train).fresh_bytes == 0

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from roofline.ops.serving import CachedAttention, expected_distinct_experts
 from roofline.workload.llm.builtins import BUILTINS, get_config
 from roofline.workload.llm.config import ConfigError, read_hf_config
 from roofline.workload.llm.phases import decode, kv_cache_bytes_per_token, prefill
+from roofline.workload.ops.serving import CachedAttention, expected_distinct_experts
 
 HF_KEYS = {
     "gpt2": ("gpt2", {}),

@@ -1,1 +1,6 @@
-"""Advice composed from predictions: serving concurrency and precision for language models."""
+"""Answers composed from predictions: `advisor` (batch and precision sweep, recommendation), `reasons` (why,
+in the profile's numbers), `explain` (compute vs memory of a device), `analyze` (a workload's totals).
+
+May import: model, workload, hardware, errors, units. Never measure, validate, lessons, report, commands.
+`serving` answers `advise --serve` for language models (concurrency, precision, KV precision).
+"""

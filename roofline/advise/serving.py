@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from roofline.ceilings import compute_dtype_for
 from roofline.errors import DoesNotFit
+from roofline.model.ceilings import compute_dtype_for
 from roofline.model.llm_precision import ServingPrecision, serving_precision
 from roofline.model.llm_step import ServingPrediction, predict_serving, serving_memory
-from roofline.precision import get_precision
 from roofline.workload.llm.config import DecoderConfig
 from roofline.workload.llm.phases import kv_cache_bytes_per_token, prefill
+from roofline.workload.precision import get_precision
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,7 @@ def save_profile(profile: Any, path: Path, force: bool) -> None:
 
 
 def run_detect(args: argparse.Namespace) -> int:
-    from roofline.detect import detect_cpu, detect_gpus, match_gpu_profile
+    from roofline.hardware.detect import detect_cpu, detect_gpus, match_gpu_profile
     from roofline.report.hw_view import profile_summary
 
     profile = detect_cpu(measured=_calibration(args.calibration))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from roofline.errors import RooflineError
-from roofline.workloads import ModelRequest
+from roofline.workload.request import ModelRequest
 
 
 def add_model_args(parser: argparse.ArgumentParser, allow_op: bool = False) -> None:

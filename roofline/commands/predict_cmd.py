@@ -9,7 +9,7 @@ from roofline.commands.common import add_hw_args, add_json_flag, parse_batches, 
 from roofline.commands.model_args import add_model_args, add_step_args, model_request
 from roofline.commands.serving import add_serving_args
 from roofline.errors import DoesNotFit, RooflineError
-from roofline.step import StepOptions, StepPrediction
+from roofline.model.step import StepOptions, StepPrediction
 from roofline.workload.llm.builtins import is_llm
 
 
@@ -74,9 +74,9 @@ def prediction_dict(pred: StepPrediction) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.precision import get_precision
-    from roofline.step import predict_step
-    from roofline.workloads import workload_builder
+    from roofline.model.step import predict_step
+    from roofline.workload.precision import get_precision
+    from roofline.workload.request import workload_builder
 
     profile = selected_profile(args)
     if args.model and is_llm(args.model):

@@ -67,9 +67,9 @@ def prediction_dict(p: Any) -> dict[str, Any]:
 
 
 def _precision(args: argparse.Namespace, profile: Any, name: str | None) -> Any:
-    from roofline.ceilings import compute_dtype_for
+    from roofline.model.ceilings import compute_dtype_for
     from roofline.model.llm_precision import serving_precision
-    from roofline.precision import get_precision
+    from roofline.workload.precision import get_precision
 
     activation = next((n for n in ("bf16", "fp16") if compute_dtype_for(get_precision(n), profile)), "fp32")
     return serving_precision(name or activation, args.kv_precision, args.group_size, activation)
@@ -154,7 +154,8 @@ def run_validate(args: argparse.Namespace) -> int:
     from roofline.measure.llm_live import time_generate
     from roofline.model.llm_precision import serving_precision
     from roofline.model.llm_step import predict_serving
-    from roofline.validate import choose_profile, error_pct
+    from roofline.validate.profile_choice import choose_profile
+    from roofline.validate.results import error_pct
     from roofline.workload.llm.builtins import get_config
 
     if args.device != "cpu":

@@ -47,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
         return run_validate(args)
     from rich.console import Console
 
-    from roofline.validate import validate, validation_dict
+    from roofline.validate.document import validation_dict
+    from roofline.validate.run import validate
 
     batches = parse_batches(args.batch)
     err = Console(stderr=True)

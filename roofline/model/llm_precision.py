@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from roofline.errors import RooflineError, UnknownName, did_you_mean
-from roofline.precision import Precision, get_precision
+from roofline.workload.precision import Precision, get_precision
 
 SCALE_BYTES = 2
 """A group's scale and its zero point are each one 16-bit number (gpt-fast's int4 scales_and_zeros,

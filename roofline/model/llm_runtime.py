@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from roofline.ceilings import Ceilings
-from roofline.costmodel import OpCost
 from roofline.errors import RooflineError
-from roofline.step import drained_pipeline_s
+from roofline.model.ceilings import Ceilings
+from roofline.model.costmodel import OpCost
+from roofline.model.step import drained_pipeline_s
 
 EAGER_KERNELS = {"attn.norm": 8, "mlp.norm": 8, "final.norm": 8, "attn.rope_q": 5, "attn.rope_k": 5,
                  "attn.sdpa": 4}

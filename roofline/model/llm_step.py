@@ -16,15 +16,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from roofline.ceilings import Ceilings, ceilings_for
-from roofline.costmodel import CostContext, OpCost, op_cost
 from roofline.errors import DoesNotFit, RooflineError
-from roofline.memory import default_reserve_bytes
+from roofline.model.ceilings import Ceilings, ceilings_for
+from roofline.model.context import CostContext
+from roofline.model.costmodel import OpCost, op_cost
 from roofline.model.llm_precision import ServingPrecision
 from roofline.model.llm_runtime import RUNTIMES
-from roofline.ops.gemm import Linear
+from roofline.model.memory import default_reserve_bytes
+from roofline.model.notes import Note
 from roofline.workload.llm.config import ConfigError, DecoderConfig
 from roofline.workload.llm.phases import Phase, decode, kv_cache_bytes_per_token, prefill
+from roofline.workload.ops.gemm import Linear
 
 DEQUANT_ROW_BAND = 128
 """Rows of the output tile band one dequantised weight tile serves (the largest GEMM tile side the cost model
@@ -120,7 +122,8 @@ def _dequant(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings) -> O
     device_s = max(cost.device_s, compute_s)
     bound = "compute" if compute_s >= max(cost.memory_s, cost.host_s) else cost.bound
     return replace(cost, compute_s=compute_s, device_s=device_s, bound=bound,
-                   notes=(*cost.notes, f"dequantise {prec.name}: {dequant_s * 1e6:.3g} us on the vector units"))
+                   notes=(*cost.notes, Note("dequantization", f"dequantise {prec.name}: {dequant_s * 1e6:.3g} us "
+                                                               "on the vector units")))
 
 
 def phase_cost(phase: Phase, prec: ServingPrecision, c: Ceilings, runtime: str, reuse_bytes: float) -> PhaseCost:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roofline.ops.attention import Embedding
-from roofline.ops.base import Op
-from roofline.ops.gemm import Linear
-from roofline.ops.norm import LayerNorm
-from roofline.ops.pointwise import Activation, Elementwise, Reduce
-from roofline.ops.serving import CachedAttention, ExpertLinear, expected_distinct_experts
 from roofline.workload.llm.config import ConfigError, DecoderConfig
+from roofline.workload.ops.attention import Embedding
+from roofline.workload.ops.base import Op
+from roofline.workload.ops.gemm import Linear
+from roofline.workload.ops.norm import LayerNorm
+from roofline.workload.ops.pointwise import Activation, Elementwise, Reduce
+from roofline.workload.ops.serving import CachedAttention, ExpertLinear, expected_distinct_experts
 
 
 @dataclass(frozen=True)

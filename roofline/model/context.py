@@ -1,0 +1,26 @@
+"""The model-level facts one op's cost depends on beyond the op and the device (precision bytes, what the
+step touches between two uses of a weight, the activations' layout): shared by the cost model and the CPU
+runtime beneath it, so neither imports the other for it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roofline.model.ceilings import Ceilings
+
+
+@dataclass(frozen=True)
+class CostContext:
+    """Model-level facts one op's cost depends on."""
+
+    ceilings: Ceilings
+    activation_bytes: int
+    """Bytes per activation element at this precision."""
+    weight_bytes: int
+    """Bytes per weight element the kernels read (fp16 copies under AMP)."""
+    weight_reuse_bytes: float = 0.0
+    """Bytes a step touches between two uses of one weight (all weights and every activation the step
+    writes): a weight is read once per step, so it stays in the smallest level that holds all of them; an
+    LRU cache cycled through more than it holds keeps none of it."""
+    channels_last: bool = False
+    """Activations stored NHWC (`model.to(memory_format=torch.channels_last)`), as tensor-core kernels want."""

@@ -1,0 +1,74 @@
+"""What a convolution's measured figures say about it: which efficiency and fixed cost apply (by kind, layout
+and direction) and what a CPU convolution over NCHW tensors spends converting them to oneDNN's layout."""
+
+from __future__ import annotations
+
+from roofline.model.ceilings import Ceilings
+from roofline.model.context import CostContext
+from roofline.workload.ops.base import Op
+from roofline.workload.ops.conv import Conv2d
+
+
+def conv_kind(op: Conv2d) -> str:
+    """Which measured convolution efficiency applies: 'depthwise', '1x1', 'stem' or '3x3'."""
+    if op.depthwise:
+        return "depthwise"
+    if op.r == 1 and op.s == 1:
+        return "1x1"
+    if op.stem:
+        return "stem"
+    return "3x3"
+
+
+def efficiency_key(c: Ceilings, kind: str, pass_: str) -> str | None:
+    """The measured convolution efficiency that applies: the kind's backward figure for gradient passes when
+    calibration measured one (CPU depthwise backward runs 3.5-5x its forward's time), else the kind's."""
+    if pass_ != "forward" and f"{kind}:backward" in c.conv_efficiency:
+        return f"{kind}:backward"
+    return kind if kind in c.conv_efficiency else None
+
+
+def _fixed_key(kind: str, pass_: str, c: Ceilings, ctx: CostContext) -> str:
+    """The measured fixed cost that applies: per kind, layout (':nchw' on a CPU without channels_last: two
+    more reorder primitives per call) and direction (':backward' for the gradient passes)."""
+    layout = ":nchw" if not c.is_gpu and not ctx.channels_last else ""
+    return f"{kind}{layout}{':backward' if pass_ != 'forward' else ''}"
+
+
+def conv_fixed_s(kind: str, pass_: str, call_s: float, ctx: CostContext, slow2d: bool) -> float:
+    """A convolution call's measured fixed cost beyond the per-call host time charged separately; the two
+    gradient passes were timed as one call (PyTorch's convolution_backward), so each takes half. PyTorch's
+    batch-1 fallback (`slow2d`, see `cpu_conv_backend`) is one BLAS call: the GEMM fit's fixed cost applies."""
+    c = ctx.ceilings
+    fit_fixed = max(0.0, c.gemm_fit.t0_s - c.dispatch_s) if c.gemm_fit else 0.0
+    if slow2d:
+        return fit_fixed
+    fixed = c.conv_fixed_s.get(_fixed_key(kind, pass_, c, ctx))
+    if fixed is None:
+        return fit_fixed if kind != "depthwise" else 0.0
+    return max(0.0, fixed - call_s) / (2 if pass_ != "forward" else 1)
+
+
+def depthwise_kind(c: Ceilings, ctx: CostContext, pass_: str) -> str:
+    """'depthwise:nchw' for the gradient passes over NCHW tensors on a CPU calibrated in that layout (PyTorch
+    runs another, far slower kernel there, conversion included), else 'depthwise': the forward over NCHW is
+    the channels-last kernel between two layout conversions, which `layout_conversion_s` adds."""
+    nchw = (pass_ != "forward" and not c.is_gpu and not ctx.channels_last
+            and "depthwise:nchw:backward" in c.conv_efficiency)
+    return "depthwise:nchw" if nchw else "depthwise"
+
+
+def layout_conversion_s(op: Op, pass_: str, act_bytes: float, ctx: CostContext, onednn: bool) -> float:
+    """Seconds a CPU convolution run by oneDNN (`onednn`, see `cpu_conv_backend`) over NCHW tensors spends
+    converting them to its channel-blocked layout and back: separate reorder kernels before and after the
+    convolution, so the time adds to it. The rate is calibration's, from the last-level cache when the
+    tensors and their converted copies fit there."""
+    c = ctx.ceilings
+    rates = c.layout_conversion_bytes_per_s
+    if not onednn or ctx.channels_last or not rates:
+        return 0.0
+    if isinstance(op, Conv2d) and op.depthwise and depthwise_kind(c, ctx, pass_) == "depthwise:nchw":
+        return 0.0  # measured in NCHW, conversion included
+    llc = c.levels[-2].capacity_bytes if len(c.levels) > 1 else 0.0
+    rate = rates.get("cache" if 2 * act_bytes <= llc else "dram")
+    return act_bytes / rate if rate else 0.0

@@ -1,0 +1,247 @@
+"""Op x hardware x precision -> time, and what bounds it.
+
+Every op pass costs max(compute time, memory time) on the device, with a floor of one kernel's minimum
+duration on a GPU, plus the host's per-op dispatch cost (which the async rule in `step.py` overlaps with
+device work on a GPU and adds to it on a CPU). Each mechanism is named where it is applied:
+
+- tensor-core path: only for dtypes the profile lists, at a rate scaled by how much of the required operand
+  alignment the GEMM's leading dimensions (n, k; channels for convolutions) meet: unaligned operands force
+  narrower vector loads (8191 fp16 elements can only be loaded 2 bytes at a time instead of 16);
+- tile quantization (GPU): a thread block computes a whole tm x tn output tile even where the matrix ends;
+- wave quantization (GPU and CPU): tiles are dealt out to SMs / cores in waves, and the last wave may be
+  partly idle; split-K recovers parallelism for short, deep products;
+- hierarchical memory: compulsory bytes at the level that holds the working set (eager frameworks write
+  each op's output to memory; the next op finds it in cache when it fits), GEMM panel re-reads at L2;
+  weights at the level that holds their reuse distance, the whole step's footprint;
+- depthwise convolutions have no channel reduction to feed a GEMM and run as a direct stencil on the
+  vector units;
+- layout: tensor-core convolutions run in NHWC; given PyTorch's default NCHW tensors, cuDNN transposes
+  each convolution's activations in and out (NVIDIA, "Tensor Layouts In Memory: NCHW vs NHWC",
+  https://docs.nvidia.com/deeplearning/performance/dl-performance-convolutional/index.html), one read and
+  one write of every activation operand, unless the model runs channels_last;
+- calibration: Hockney's model fitted to the measured GEMM curve (a fixed cost per call, a rate growing
+  with operand reuse) and measured convolution efficiencies replace the tile model; a
+  measured streaming rate of a non-GEMM kernel (CPU max pooling over NCHW is a scalar loop) caps its
+  forward pass, and its backward kernel's rate its gradient passes (measured here: GELU's backward 10.5 GB/s,
+  LayerNorm's 12.7 GB/s, in cache); measured per-kind dispatch replaces the single tiny-op figure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from roofline.model.ceilings import Level
+from roofline.model.context import CostContext
+from roofline.model.conv_cost import conv_fixed_s, conv_kind, depthwise_kind, efficiency_key, layout_conversion_s
+from roofline.model.cpu_runtime.backend import cpu_conv_backend
+from roofline.model.gemm_cost import QUANTIZATION_NOTE_RATIO, gemm_compute_s, gemm_rate, skinny_gemm_rate
+from roofline.model.notes import Note
+from roofline.workload.ops.base import GemmView, Op
+from roofline.workload.ops.conv import Conv2d
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """The predicted cost of one pass of one op, and why."""
+
+    name: str
+    kind: str
+    pass_: str
+    flops: float
+    bytes: float
+    compute_s: float
+    memory_s: float
+    host_s: float
+    """Host-side framework dispatch (+ launch) time for this op pass."""
+    device_s: float
+    """Device-side time: max(compute, memory) with the kernel floor on GPUs."""
+    bound: str
+    """'compute', 'memory:<level>' or 'overhead'."""
+    path: str
+    """Which units ran it: 'tensor cores fp16', 'CUDA cores fp32', 'SIMD fp32', 'none'."""
+    notes: tuple[Note, ...] = ()
+    launches: int = 0
+    queued: bool = False
+    """True on a GPU: the host queues kernels and runs ahead, so host and device time overlap."""
+    fresh_bytes: float = 0.0
+    """Bytes this pass's allocations took in fresh pages, first-touched (CPU; see `with_first_touch`)."""
+
+    @property
+    def time_s(self) -> float:
+        """The op in isolation: host and device overlap on a GPU (queued), add up on a CPU."""
+        return max(self.device_s, self.host_s) if self.queued else self.device_s + self.host_s
+
+
+def _level_for(levels: tuple[Level, ...], working_set: float, is_gpu: bool) -> Level:
+    """The smallest level holding the working set; a GPU's L1 does not persist across kernels."""
+    for level in levels[:-1]:
+        if is_gpu and level.name == "L1":
+            continue
+        if working_set <= level.capacity_bytes:
+            return level
+    return levels[-1]
+
+
+def _gemm_view_s(op: Op, view: GemmView, pass_: str, ctx: CostContext, call_s: float, slow2d: bool,
+                 notes: list[Note]) -> tuple[float, float, str]:
+    """(seconds, L2 panel bytes, path) of one GEMM view: a measured skinny or outer-product surface for a
+    product that has one, else Hockney's fit to the calibrated GEMM curve (times a convolution kind's measured
+    efficiency), else the peak under tile and wave quantization."""
+    c = ctx.ceilings
+    rate, path, why = gemm_rate(op, view, ctx)
+    notes.extend(why)
+    kind = conv_kind(op) if isinstance(op, Conv2d) else None
+    skinny = skinny_gemm_rate(view, c) if kind is None and not why else None
+    if skinny:
+        # the surface was timed per torch call, dispatch included, which host_s charges already
+        notes.append(Note("measured rate", skinny[1]))
+        return max(view.flops / skinny[0] - c.dispatch_s, view.flops / rate), 0.0, path
+    if c.gemm_fit and not why:
+        fit, reuse = c.gemm_fit, view.equivalent_n
+        key = efficiency_key(c, kind, pass_) if kind and not slow2d else None
+        efficiency = 1.0
+        if key and isinstance(op, Conv2d):
+            share = op.weight_share()
+            efficiency = c.conv_efficiency_at(key, share)
+            notes.append(Note("measured convolution", f"measured {key} convolution: {efficiency:.0%} of a "
+                              f"GEMM of equal reuse (n = {reuse:.0f}; weight share {share:.2f})"))
+        # fixed costs per call include the dispatch that host_s charges already
+        fixed = conv_fixed_s(kind, pass_, call_s, ctx, slow2d) if kind else max(0.0, fit.t0_s - c.dispatch_s)
+        t = fixed + view.flops / (fit.rate(reuse) * efficiency)
+        return max(t, view.flops / rate), 0.0, path
+    t, tile, split, panel = gemm_compute_s(view, rate, ctx)
+    useful = view.flops / rate
+    if t > QUANTIZATION_NOTE_RATIO * useful:
+        notes.append(Note("quantization", f"tile {tile[0]}x{tile[1]}"
+                          f"{f' split-K {split}' if split > 1 else ''}: "
+                          f"quantization costs {t / useful:.2f}x the ideal time"))
+    return t, panel, path
+
+
+def _vector_s(op: Op, pass_: str, ctx: CostContext, flops: float, call_s: float, slow2d: bool,
+              notes: list[Note]) -> tuple[float, str]:
+    """(seconds, path) of an op with no GEMM form, or a depthwise convolution: the vector units' rate, times
+    the measured depthwise efficiency (and plus its fixed cost) where calibration has one."""
+    c = ctx.ceilings
+    depthwise = isinstance(op, Conv2d) and op.depthwise
+    rate = c.vector_flops_per_s
+    key = efficiency_key(c, depthwise_kind(c, ctx, pass_), pass_) if depthwise else None
+    fixed = 0.0
+    if key and isinstance(op, Conv2d):
+        efficiency = c.conv_efficiency_at(key, op.weight_share())
+        rate *= efficiency
+        fixed = conv_fixed_s("depthwise", pass_, call_s, ctx, slow2d)
+        notes.append(Note("measured convolution", f"measured {key} efficiency {efficiency:.0%}"))
+    elif depthwise:
+        notes.append(Note("depthwise", "depthwise: no channel reduction, direct stencil on vector units"))
+    path = f"{'CUDA cores' if c.is_gpu else 'SIMD'} {c.compute_dtype}"
+    return fixed + (flops / rate if rate else 0.0), path
+
+
+def _compute_s(op: Op, views: list[GemmView], pass_: str, ctx: CostContext, flops: float, call_s: float,
+               slow2d: bool, notes: list[Note]) -> tuple[float, float, str]:
+    """(seconds, L2 panel bytes, path) of the arithmetic: the GEMM views' times summed, else the vector path."""
+    if not views or (isinstance(op, Conv2d) and op.depthwise):
+        seconds, path = _vector_s(op, pass_, ctx, flops, call_s, slow2d, notes)
+        return seconds, 0.0, path
+    compute_s, l2_bytes, path = 0.0, 0.0, ""
+    for view in views:
+        t, panel, path = _gemm_view_s(op, view, pass_, ctx, call_s, slow2d, notes)
+        compute_s += t
+        l2_bytes += panel
+    return compute_s, l2_bytes, path
+
+
+def _transposed_bytes(op: Op, ctx: CostContext, path: str, act_bytes: float, notes: list[Note]) -> float:
+    """Bytes cuDNN moves transposing an NCHW convolution's tensors to NHWC and back for tensor cores."""
+    if not (isinstance(op, Conv2d) and ctx.ceilings.is_gpu and path.startswith("tensor") and not op.depthwise
+            and not ctx.channels_last):
+        return 0.0
+    transposed = 2 * act_bytes
+    notes.append(Note("layout transpose", f"NCHW tensors: cuDNN transposes {transposed / 1e6:.3g} MB to NHWC "
+                      "and back for tensor cores (use channels_last)"))
+    return transposed
+
+
+def _memory_s(op: Op, has_views: bool, pass_: str, ctx: CostContext, act_bytes: float, w_bytes: float,
+              l2_bytes: float, notes: list[Note]) -> tuple[float, str]:
+    """(seconds, level) of the traffic: activations from the smallest level holding the op's working set,
+    weights from the one holding the step between two uses; a measured kernel rate or the GEMM panels' L2
+    traffic where either is slower."""
+    c = ctx.ceilings
+    act_level = _level_for(c.levels, act_bytes + w_bytes, c.is_gpu)
+    weight_level = _level_for(c.levels, max(ctx.weight_reuse_bytes, w_bytes), c.is_gpu)
+    memory_s = act_bytes / act_level.bandwidth_bytes_per_s + w_bytes / weight_level.bandwidth_bytes_per_s
+    level_name = act_level.name if act_bytes >= w_bytes else weight_level.name
+    kernel_rate = c.kernel_bytes_per_s.get(op.kernel_key(pass_)) if not has_views else None
+    if kernel_rate and (act_bytes + w_bytes) / kernel_rate > memory_s:
+        memory_s = (act_bytes + w_bytes) / kernel_rate
+        level_name = "kernel"
+        notes.append(Note("kernel rate", f"measured {op.kernel_key(pass_)} kernel streams "
+                          f"{kernel_rate / 1e9:.3g} GB/s, below its memory level"))
+    l2 = next((lv for lv in c.levels if lv.name == "L2"), None)
+    if l2 is not None and l2_bytes / l2.bandwidth_bytes_per_s > memory_s:
+        memory_s = l2_bytes / l2.bandwidth_bytes_per_s
+        level_name = "L2"
+    return memory_s, level_name
+
+
+def _bound(compute_s: float, memory_s: float, layout_s: float, work_s: float, host_s: float, launch_s: float,
+           level_name: str) -> str:
+    if max(host_s, launch_s) > work_s:
+        return "overhead"
+    if layout_s > max(compute_s, memory_s):
+        return "memory:layout"
+    if compute_s >= memory_s:
+        return "compute"
+    return f"memory:{level_name}"
+
+
+def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
+    """Predict one pass of one op: compute time, memory time, host time, then the CPU's layout conversions
+    (which add to the device's work), and the bound that decides."""
+    c = ctx.ceilings
+    flops = float(op.flops(pass_))
+    traffic = op.traffic(pass_)
+    act_bytes = float((traffic.activations_read + traffic.activations_written) * ctx.activation_bytes)
+    w_bytes = float((traffic.weights_read + traffic.weights_written) * ctx.weight_bytes)
+    launches = op.launches(pass_)
+    if op.is_free or (flops == 0 and act_bytes + w_bytes == 0):
+        return OpCost(op.name, op.kind, pass_, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "free", "none", (), 0, c.is_gpu)
+    notes: list[Note] = []
+    by_kind = c.dispatch_s_by_kind
+    call_s = by_kind.get(op.kernel, by_kind.get(op.kind, c.dispatch_s))
+    onednn = isinstance(op, Conv2d) and not c.is_gpu and cpu_conv_backend(op, c.threads) == "mkldnn"
+    slow2d = isinstance(op, Conv2d) and not c.is_gpu and not onednn
+    if slow2d:
+        notes.append(Note("fallback convolution",
+                          "PyTorch's batch-1 fallback convolution: im2col and one BLAS product, no oneDNN call"))
+    views = op.gemm_views(pass_)
+    compute_s, l2_bytes, path = _compute_s(op, views, pass_, ctx, flops, call_s, slow2d, notes)
+    act_bytes += _transposed_bytes(op, ctx, path, act_bytes, notes)
+    memory_s, level_name = _memory_s(op, bool(views), pass_, ctx, act_bytes, w_bytes, l2_bytes, notes)
+    host_s = call_s * launches
+    launch_s = c.launch_s * launches if c.is_gpu else 0.0
+    layout_s = layout_conversion_s(op, pass_, act_bytes, ctx, onednn)
+    if layout_s:
+        notes.append(Note("layout conversion", f"NCHW activations: {act_bytes / 1e6:.3g} MB converted to the "
+                          f"blocked layout and back ({layout_s * 1e3:.3g} ms; use channels_last)"))
+    work_s = max(compute_s, memory_s) + layout_s
+    bound = _bound(compute_s, memory_s, layout_s, work_s, host_s, launch_s, level_name)
+    return OpCost(op.name, op.kind, pass_, flops, act_bytes + w_bytes, compute_s, memory_s, host_s,
+                  max(work_s, launch_s), bound, path, tuple(dict.fromkeys(notes)), launches, c.is_gpu)
+
+
+def with_first_touch(cost: OpCost, fresh_bytes: float, bytes_per_s: float) -> OpCost:
+    """`cost` with the fresh pages its requests took in the step (`roofline.model.cpu_runtime.allocator`)
+    first-touched at the
+    measured rate. Faults stall the thread that writes the page, so they add to the op's time rather than hide
+    under max(compute, memory); the bound says so where they are the larger part."""
+    if fresh_bytes <= 0:
+        return cost
+    fault_s = fresh_bytes / bytes_per_s
+    bound = "memory:fresh pages" if fault_s > max(cost.device_s, cost.host_s) else cost.bound
+    note = Note("first touch", f"{fresh_bytes / 2**20:.3g} MiB first-touched in fresh pages at "
+                f"{bytes_per_s / 1e9:.2g} GB/s ({fault_s * 1e3:.3g} ms)")
+    return replace(cost, device_s=cost.device_s + fault_s, fresh_bytes=fresh_bytes, bound=bound,
+                   notes=(*cost.notes, note))

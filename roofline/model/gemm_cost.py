@@ -1,0 +1,121 @@
+"""A GEMM's time on the device: the tensor-core or vector rate its operands' alignment allows, tile and wave
+quantization with split-K (`gemm_compute_s`), the L2 panel re-reads, and the measured few-rows and
+outer-product surfaces (`skinny_gemm_rate`). See `costmodel` for how an op's passes combine them."""
+
+from __future__ import annotations
+
+import math
+
+from roofline.model.ceilings import Ceilings, skinny_rate
+from roofline.model.context import CostContext
+from roofline.model.notes import Note
+from roofline.workload.ops.base import GemmView, Op
+from roofline.workload.ops.conv import Conv2d
+
+LOAD_ALIGNMENT_BYTES = 16
+"""Widest vector load a tensor-core GEMM kernel issues (128-bit LDG/LDS); alignment_elements x dtype
+bytes equals this on every NVIDIA profile shipped. Fewer aligned bytes -> proportionally more loads."""
+SPLIT_K_MIN_DEPTH = 64
+"""Split-K halves a product's depth k while the tiles leave units idle, but keeps each slice at least this deep.
+The model's own bound, not a measured or published figure: the reduction of the partial sums is not priced,
+so this floor is what stops split-K from cutting a shallow product into slices too thin to pay for it."""
+QUANTIZATION_NOTE_RATIO = 1.25
+"""A GEMM gets a note on its tile and wave quantization when that costs more than this times its ideal time
+(display only: it changes no time)."""
+
+
+def _aligned_fraction(dims: list[int], align: int) -> float:
+    """Largest power-of-two divisor (<= align) common to all dims, as a fraction of align."""
+    a = align
+    while a > 1 and any(int(d) % a for d in dims):
+        a //= 2
+    return a / align
+
+
+def _alignment_dims(op: Op, view: GemmView) -> list[int]:
+    """The dimensions whose alignment decides load width: channels for convolutions, n and k for GEMMs."""
+    if isinstance(op, Conv2d):
+        return [op.c // op.groups, op.k // op.groups]
+    return [view.n, view.k]
+
+
+def gemm_rate(op: Op, view: GemmView, ctx: CostContext) -> tuple[float, str, list[Note]]:
+    """Peak FLOP/s available to this GEMM view: tensor path scaled by alignment, else vector path."""
+    c = ctx.ceilings
+    notes: list[Note] = []
+    if c.matrix_flops_per_s is None:
+        return c.vector_flops_per_s, f"{'CUDA cores' if c.is_gpu else 'SIMD'} {c.compute_dtype}", notes
+    rate = c.matrix_flops_per_s
+    path = f"{'tensor cores' if c.is_gpu else 'matrix units'} {c.compute_dtype}"
+    if c.alignment_elements:
+        dims = _alignment_dims(op, view)
+        fraction = _aligned_fraction(dims, c.alignment_elements)
+        if fraction < 1.0:
+            scaled = rate * fraction
+            element_bytes = LOAD_ALIGNMENT_BYTES // c.alignment_elements
+            if scaled < c.vector_flops_per_s:
+                notes.append(Note("alignment", f"dims {dims} not multiples of {c.alignment_elements}: tensor cores "
+                                  f"unusable, {c.vector_flops_per_s / 1e12:.1f} TFLOP/s CUDA-core path"))
+                return c.vector_flops_per_s, f"CUDA cores {c.compute_dtype}", notes
+            notes.append(Note("alignment", f"dims {dims} not multiples of {c.alignment_elements} "
+                              f"({c.alignment_elements * element_bytes} B): loads "
+                              f"{int(fraction * LOAD_ALIGNMENT_BYTES)} B wide, tensor rate x{fraction:g}"))
+            rate = scaled
+    return rate, path, notes
+
+
+def _panel_bytes(view: GemmView, tile: tuple[int, int], element_bytes: float) -> float:
+    """L2 -> SM traffic of a tiled GEMM: each output tile streams its A panel (tm x k) and B panel (k x tn),
+    so A is read ceil(n / tn) times and B ceil(m / tm) times."""
+    m, n, k = float(view.m), float(view.n), float(view.k)
+    return (m * k * math.ceil(n / tile[1]) + k * n * math.ceil(m / tile[0])) * float(view.count) * element_bytes
+
+
+def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext) -> tuple[float, tuple[int, int], int, float]:
+    """Time of the GEMM under tile and wave quantization; returns (seconds, tile, split-K factor, L2 bytes).
+
+    The tile is the one that minimises max(compute, L2 panel traffic): small tiles waste fewer wave slots
+    but re-read the operands more often, the trade-off a GEMM library's heuristic makes. CPUs have no
+    wave quantization across cores beyond partial blocks, and their panel traffic is not modelled (0).
+    """
+    c = ctx.ceilings
+    m, n, k, count = int(view.m), int(view.n), int(view.k), int(view.count)
+    if min(m, n, k, count) <= 0:
+        return 0.0, (0, 0), 1, 0.0
+    per_unit = rate / c.units
+    l2 = next((lv for lv in c.levels if lv.name == "L2"), None) if c.is_gpu else None
+    best = (math.inf, math.inf, (0, 0), 1, 0.0)
+    for tm, tn in c.tiles:
+        tiles = math.ceil(m / tm) * math.ceil(n / tn) * count
+        split = 1
+        while tiles * split * 2 <= c.units and k // (split * 2) >= SPLIT_K_MIN_DEPTH:
+            split *= 2
+        waves = math.ceil(tiles * split / c.units)
+        if c.is_gpu:
+            tile_flops = 2 * tm * tn * math.ceil(k / split)
+        else:
+            tile_flops = 2 * min(tm, m) * min(tn, n) * math.ceil(k / split)
+        t = waves * tile_flops / per_unit
+        panel = _panel_bytes(view, (tm, tn), ctx.activation_bytes) if l2 is not None else 0.0
+        limit = max(t, panel / l2.bandwidth_bytes_per_s) if l2 is not None else t
+        if limit < best[0]:
+            best = (limit, t, (tm, tn), split, panel)
+    return best[1], best[2], best[3], best[4]
+
+
+def skinny_gemm_rate(view: GemmView, c: Ceilings) -> tuple[float, str] | None:
+    """The measured rate for a view whose smallest dimension a measured surface covers (1 to 64), at the
+    geometric mean of the other two dimensions, with the note that says which; None otherwise. A short
+    inner dimension (a weight gradient at a small batch) writes a large output from little work and has
+    its own surface; a few rows or columns (a small batch through a layer) stream the weight: the few-rows
+    surface."""
+    small = min(view.m, view.n, view.k)
+    outer = view.k == small and view.k < min(view.m, view.n) and bool(c.outer_gemm)
+    surface = c.outer_gemm if outer else c.skinny_gemm
+    if not surface or small <= 0:
+        return None
+    rate = skinny_rate(surface, float(small), math.sqrt(float(view.m) * float(view.n) * float(view.k) / small))
+    if rate is None:
+        return None
+    what = f"inner dimension {small}: measured outer-product" if outer else f"{small}-row product: measured skinny-GEMM"
+    return rate, f"{what} rate {rate / 1e9:.3g} GFLOP/s"
