@@ -151,3 +151,14 @@ def test_validate_serve_times_transformers_generate(capsys, tmp_path):
     for phase in ("prefill", "decode"):
         assert run[phase]["measured_s"] > 0 and run[phase]["predicted_s"] > 0
     assert set(out["median_abs_error_pct_by_phase"]) == {"prefill", "decode"}
+
+
+@pytest.mark.parametrize("argv", [
+    ("predict", "--model", "llama-3-8b", "--gpu", "h100", "--prompt-len", "256", "--output-len", "64"),
+    ("advise", "--model", "mixtral-8x7b", "--gpu", "h100", "--serve", "--prompt-len", "256", "--output-len", "64",
+     "--tpot-ms", "40"),
+])
+def test_human_views_render(capsys, argv):
+    assert cli.main(list(argv)) == 0
+    out = capsys.readouterr().out
+    assert "time" in out.lower() and "tokens/s" in out

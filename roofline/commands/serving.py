@@ -195,7 +195,7 @@ def run_validate(args: argparse.Namespace) -> int:
 def _print_validation(out: dict[str, Any]) -> None:
     from rich.console import Console
 
-    from roofline.report.units import format_si
+    from roofline.units import format_si
 
     console = Console()
     console.print(f"[bold]{out['model']}[/] with transformers generate on this CPU ({out['profile']}, "

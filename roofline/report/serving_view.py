@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from roofline.report.units import format_bytes, format_si
+from roofline.units import format_bytes, format_si
 
 
 def _phase_table(title: str, phase: dict[str, Any]) -> Table:
@@ -39,6 +39,18 @@ def render_serving_prediction(out: dict[str, Any]) -> None:
                                out["phases"]["decode"]))
 
 
+def _shown_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["precision"], row["kv_precision"]), []).append(row)
+    shown = []
+    for group in groups.values():
+        ok = [r for r in group if r["meets_targets"]]
+        picks = [group[0], max(ok, key=lambda r: r["tokens_per_s"]) if ok else group[0], group[-1]]
+        shown += [r for i, r in enumerate(picks) if r not in picks[:i]]
+    return shown
+
+
 def render_serving_advice(out: dict[str, Any]) -> None:
     console = Console()
     r = out["recommended"]
@@ -50,10 +62,11 @@ def render_serving_advice(out: dict[str, Any]) -> None:
         console.print(f"  Recommended: {r['batch_size']} concurrent sequences, {r['precision']} weights, "
                       f"{r['kv_precision']} KV cache: {r['tokens_per_s']:.0f} tokens/s, TTFT "
                       f"{format_si(r['ttft_s'], 's')}, TPOT {format_si(r['tpot_s'], 's')}")
-    t = Table(title="sweep")
+    t = Table(title="sweep: per precision, batch 1, the best within the targets, and the largest that fits "
+                    "(--json has every row)")
     for col in ("precision", "kv", "batch", "TTFT", "TPOT", "tokens/s", "memory", "meets targets"):
         t.add_column(col, justify="right")
-    for row in out["sweep"]:
+    for row in _shown_rows(out["sweep"]):
         t.add_row(row["precision"], row["kv_precision"], str(row["batch_size"]), format_si(row["ttft_s"], "s"),
                   format_si(row["tpot_s"], "s"), f"{row['tokens_per_s']:.0f}", format_bytes(row["memory_bytes"]),
                   "yes" if row["meets_targets"] else "no")
