@@ -120,3 +120,16 @@ def test_bad_configs_raise_config_error(raw, message, tmp_path):
 def test_context_beyond_maximum():
     with pytest.raises(ConfigError, match="exceeds the model's maximum of 1024"):
         prefill(get_config("gpt2"), batch=1, prompt=2048)
+
+
+def test_eager_kernel_counts_follow_each_architecture():
+    """transformers' LlamaRMSNorm launches 8 kernels (2 of them casts, no-ops in fp32), GPT-2's LayerNorm 1;
+    GPT-2 projects q, k, v with one fused c_attn, Llama with three."""
+    llama = {s.op.name: s for s in decode(get_config("llama-2-7b"), 1, 8).steps}
+    gpt2 = {s.op.name: s for s in decode(get_config("gpt2"), 1, 8).steps}
+    assert (llama["attn.norm"].kernels, llama["attn.norm"].fp32_noop) == (8, 2)
+    assert (gpt2["attn.norm"].kernels, gpt2["attn.norm"].fp32_noop) == (1, 0)
+    assert "attn.c_attn" in gpt2 and "attn.q_proj" not in gpt2
+    assert {"attn.q_proj", "attn.k_proj", "attn.v_proj"} <= set(llama)
+    # c_attn: 768 -> 3 x 768 with bias, the same parameters as three 768 -> 768 layers
+    assert gpt2["attn.c_attn"].op.params() == 768 * 2304 + 2304

@@ -130,17 +130,16 @@ def phase_cost(phase: Phase, prec: ServingPrecision, c: Ceilings, runtime: str, 
     act_bytes = prec.compute.storage_bytes
     linear_ctx = CostContext(c, act_bytes, prec.linear_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
     other_ctx = CostContext(c, act_bytes, prec.other_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
-    distinct: list[tuple[OpCost, int]] = []
+    rt = RUNTIMES[runtime]
+    charged: list[tuple[OpCost, int]] = []
     for step in phase.steps:
         op = step.op
         is_linear = isinstance(op, Linear)
         cost = op_cost(op, "forward", linear_ctx if is_linear else other_ctx)
         if is_linear and prec.weight_only:
             cost = _dequant(cost, op, prec, c)
-        distinct.append((cost, step.repeat))
-    fp32 = prec.compute.storage_bytes == 4
-    rt = RUNTIMES[runtime]
-    charged = [(rt.charge(o, c, fp32), n) for o, n in distinct]
+        kernels = step.kernels - (step.fp32_noop if prec.compute.storage_bytes == 4 else 0)
+        charged.append((rt.charge(cost, c, kernels), step.repeat))
     return PhaseCost(phase, rt.total(_in_order(charged), c), tuple(charged))
 
 

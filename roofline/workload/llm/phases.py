@@ -21,13 +21,27 @@ from roofline.workload.ops.norm import LayerNorm
 from roofline.workload.ops.pointwise import Activation, Elementwise, Reduce
 from roofline.workload.ops.serving import CachedAttention, ExpertLinear, expected_distinct_experts
 
+RMSNORM_KERNELS = 8
+"""transformers' LlamaRMSNorm.forward (v5.17, read here): to(float32), pow, mean, add eps, rsqrt, mul,
+to(input dtype), mul weight; the two casts are no-ops (`FP32_NOOP_CASTS`) when the model runs in fp32."""
+FP32_NOOP_CASTS = 2
+ROPE_KERNELS = 5
+"""apply_rotary_pos_emb, per tensor: x * cos, rotate_half's neg and cat, * sin, add."""
+CACHED_ATTENTION_KERNELS = 4
+"""DynamicCache.update appends K and V (two cats), SDPA, and the output made contiguous for o_proj."""
+GELU_NEW_KERNELS = 8
+"""GPT-2's gelu_new, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): pow, mul, add, mul, tanh, add, mul, mul."""
+
 
 @dataclass(frozen=True)
 class Step:
-    """One op of a phase and how many times the phase runs it (once per layer for a layer's ops)."""
+    """One op of a phase, how many times the phase runs it (once per layer for a layer's ops), and how many
+    kernels eager transformers launches for it (`fp32_noop` of them vanish when the model runs in fp32)."""
 
     op: Op
     repeat: int
+    kernels: int = 1
+    fp32_noop: int = 0
 
 
 @dataclass(frozen=True)
@@ -71,17 +85,35 @@ def _mlp(cfg: DecoderConfig, batch: int, tokens: int) -> list[Op]:
             Linear("mlp.proj", batch=batch, in_features=i, out_features=h, bias=cfg.bias, tokens=tokens)]
 
 
+def eager_kernels(cfg: DecoderConfig, op: Op) -> tuple[int, int]:
+    """(kernels, of which no-ops in fp32) eager transformers launches for `op` of this architecture."""
+    if isinstance(op, LayerNorm):
+        return (1, 0) if cfg.layer_norm else (RMSNORM_KERNELS, FP32_NOOP_CASTS)
+    if isinstance(op, CachedAttention):
+        return CACHED_ATTENTION_KERNELS, 0
+    if op.name.startswith("attn.rope"):
+        return ROPE_KERNELS, 0
+    if isinstance(op, Activation) and op.fn == "gelu":
+        return GELU_NEW_KERNELS, 0
+    return 1, 0
+
+
 def layer_ops(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_element_ratio: float) -> list[Op]:
-    """One decoder layer over `tokens` new tokens per sequence attending to `context` (new ones included)."""
+    """One decoder layer over `tokens` new tokens per sequence attending to `context` (new ones included).
+    GPT-2 projects q, k and v with one fused layer (c_attn); Llama-style models with three."""
     rows = batch * tokens
     h, kv = cfg.hidden, cfg.kv_width
     qkv_bias = cfg.bias or cfg.qkv_bias
-    ops: list[Op] = [
-        LayerNorm("attn.norm", rows=rows, features=h),
-        Linear("attn.q_proj", batch=batch, in_features=h, out_features=h, bias=qkv_bias, tokens=tokens),
-        Linear("attn.k_proj", batch=batch, in_features=h, out_features=kv, bias=qkv_bias, tokens=tokens),
-        Linear("attn.v_proj", batch=batch, in_features=h, out_features=kv, bias=qkv_bias, tokens=tokens),
-    ]
+    ops: list[Op] = [LayerNorm("attn.norm", rows=rows, features=h)]
+    if cfg.learned_positions:
+        ops.append(Linear("attn.c_attn", batch=batch, in_features=h, out_features=h + 2 * kv, bias=qkv_bias,
+                          tokens=tokens))
+    else:
+        ops += [
+            Linear("attn.q_proj", batch=batch, in_features=h, out_features=h, bias=qkv_bias, tokens=tokens),
+            Linear("attn.k_proj", batch=batch, in_features=h, out_features=kv, bias=qkv_bias, tokens=tokens),
+            Linear("attn.v_proj", batch=batch, in_features=h, out_features=kv, bias=qkv_bias, tokens=tokens),
+        ]
     if not cfg.learned_positions:
         ops += [Elementwise("attn.rope_q", numel=rows * h, inputs=3, op="mul"),
                 Elementwise("attn.rope_k", numel=rows * kv, inputs=3, op="mul")]
@@ -121,9 +153,10 @@ def phase(cfg: DecoderConfig, name: str, batch: int, tokens: int, context: int,
                tied=cfg.tied_embeddings),
         Reduce("sample.argmax", numel_in=batch * cfg.vocab, numel_out=batch),
     ]
-    steps = ([Step(op, 1) for op in head]
-             + [Step(op, cfg.layers) for op in layer_ops(cfg, batch, tokens, context, kv_element_ratio)]
-             + [Step(op, 1) for op in tail])
+    steps = ([Step(op, 1, *eager_kernels(cfg, op)) for op in head]
+             + [Step(op, cfg.layers, *eager_kernels(cfg, op))
+                for op in layer_ops(cfg, batch, tokens, context, kv_element_ratio)]
+             + [Step(op, 1, *eager_kernels(cfg, op)) for op in tail])
     return Phase(name, batch, tokens, context, tuple(steps))
 
 
