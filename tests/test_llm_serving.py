@@ -162,3 +162,14 @@ def test_human_views_render(capsys, argv):
     assert cli.main(list(argv)) == 0
     out = capsys.readouterr().out
     assert "time" in out.lower() and "tokens/s" in out
+
+
+def test_analyze_symbolic_phases(capsys):
+    out = run_json(capsys, "analyze", "--model", "llama-2-7b", "--symbolic")
+    decode = out["symbolic"]["decode"]
+    # KV cache read per token of context: 2 x 32 layers x 4096 x 2 bytes = 524288 B per sequence
+    assert "524288.0*B*c" in decode["bytes"]
+    # attention FLOPs per key: 32 layers x (4 x 32 heads x 128 + 5 x 32 softmax) = 529408 per sequence
+    assert "529408*B*c" in decode["flops"]
+    assert {"flops", "bytes"} <= set(out["symbolic"]["prefill"])
+    assert out["totals"]["params"] == 6738415616

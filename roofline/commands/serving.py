@@ -207,3 +207,33 @@ def _print_validation(out: dict[str, Any]) -> None:
             x = r[phase]
             console.print(f"  batch {r['batch_size']} {phase:7}: predicted {format_si(x['predicted_s'], 's')}, "
                           f"measured {format_si(x['measured_s'], 's')} ({x['error_pct']:+.1f}%)")
+
+
+def run_analyze(args: argparse.Namespace) -> int:
+    """Both phases' FLOPs and bytes at the given sizes, and with --symbolic as formulas in B, P and c."""
+    from roofline.advise.llm_analyze import llm_analysis
+    from roofline.errors import RooflineError
+    from roofline.model.llm_precision import serving_precision
+    from roofline.workload.llm.builtins import get_config
+
+    if args.batch < 1:
+        raise RooflineError(f"--batch {args.batch}: the batch size must be a positive integer")
+    cfg = get_config(args.model)
+    prompt, output = _lengths(args)
+    name = args.precision or "bf16"
+    prec = serving_precision(name, activation="bf16" if name in ("int8", "int4") else name)
+    out = llm_analysis(cfg, prec, args.batch, prompt, prompt + output, args.symbolic)
+    if args.json:
+        print_json(out)
+        return 0
+    from rich.console import Console
+
+    console = Console()
+    console.print(f"[bold]{cfg.name}[/]: {cfg.params() / 1e9:.3g} B parameters ({cfg.active_params() / 1e9:.3g} B "
+                  f"per token), {prec.name} weights, batch {args.batch}")
+    for phase, d in out["phases"].items():
+        console.print(f"  {phase}: {d['flops']:.4g} FLOP, {float(d['bytes']):.4g} bytes, "
+                      f"{d['flops'] / float(d['bytes']):.1f} FLOP/byte")
+    for phase, d in out.get("symbolic", {}).items():
+        console.print(f"  {phase}(B, {'P' if phase == 'prefill' else 'c'}): FLOPs = {d['flops']}; bytes = {d['bytes']}")
+    return 0

@@ -12,6 +12,7 @@ argmax that picks the next token.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from roofline.workload.llm.config import ConfigError, DecoderConfig
 from roofline.workload.ops.attention import Embedding
@@ -119,7 +120,7 @@ def layer_ops(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_elem
                 Elementwise("attn.rope_k", numel=rows * kv, inputs=3, op="mul")]
     ops += [
         CachedAttention("attn.sdpa", batch=batch, heads=cfg.heads, seq_q=tokens, seq_kv=context,
-                        head_dim=cfg.head_dim, causal=tokens > 1, kv_heads=cfg.kv_heads,
+                        head_dim=cfg.head_dim, causal=tokens != 1, kv_heads=cfg.kv_heads,
                         kv_element_ratio=kv_element_ratio),
         Linear("attn.o_proj", batch=batch, in_features=h, out_features=h, bias=cfg.bias, tokens=tokens),
         Elementwise("attn.residual", numel=rows * h, inputs=2, op="add"),
@@ -130,7 +131,10 @@ def layer_ops(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_elem
     return ops
 
 
-def _check(cfg: DecoderConfig, batch: int, tokens: int, context: int) -> None:
+def _check(cfg: DecoderConfig, batch: Any, tokens: Any, context: Any) -> None:
+    """Concrete sizes are checked; sympy symbols (for `analyze --symbolic`) are positive by definition."""
+    if not all(isinstance(v, int) for v in (batch, tokens, context)):
+        return
     if batch < 1 or tokens < 1:
         raise ConfigError(f"batch ({batch}) and tokens ({tokens}) must be positive")
     if context > cfg.max_positions:
