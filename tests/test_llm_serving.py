@@ -173,3 +173,11 @@ def test_analyze_symbolic_phases(capsys):
     assert "529408*B*c" in decode["flops"]
     assert {"flops", "bytes"} <= set(out["symbolic"]["prefill"])
     assert out["totals"]["params"] == 6738415616
+
+
+def test_advise_serve_plot(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "serve.png"
+    out = run_json(capsys, "advise", "--model", "gpt2", "--gpu", "a100", "--serve", "--prompt-len", "128",
+                   "--output-len", "32", "--plot", str(target))
+    assert out["plot"] == [str(target)] and target.stat().st_size > 0

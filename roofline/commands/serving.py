@@ -134,10 +134,19 @@ def run_advise(args: argparse.Namespace) -> int:
         value = getattr(args, flag)
         if value is not None and not value > 0:
             raise RooflineError(f"--{flag.replace('_', '-')} must be a positive number of milliseconds, got {value}")
+    target = None
+    if args.plot:
+        from roofline.report.plots import plot_path
+
+        target = plot_path(args.plot, cfg.name, profile.name)
     advice = advise_serving(cfg, profile, prompt, output, args.runtime or "eager", args.precision,
                             args.kv_precision, args.group_size,
                             args.tpot_ms / 1e3 if args.tpot_ms else None, args.ttft_ms / 1e3 if args.ttft_ms else None)
     out = advice_dict(advice)
+    if target is not None:
+        from roofline.report.serving_plot import write_serving_plots
+
+        out["plot"] = write_serving_plots(advice, target)
     if args.json:
         print_json(out)
         return 0
