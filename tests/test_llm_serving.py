@@ -181,3 +181,11 @@ def test_advise_serve_plot(capsys, tmp_path):
     out = run_json(capsys, "advise", "--model", "gpt2", "--gpu", "a100", "--serve", "--prompt-len", "128",
                    "--output-len", "32", "--plot", str(target))
     assert out["plot"] == [str(target)] and target.stat().st_size > 0
+
+
+def test_zoo_gpt2_stays_a_whole_step_unless_serving_is_asked(capsys):
+    step = run_json(capsys, "predict", "--model", "gpt2", "--gpu", "v100", "--precision", "fp16")
+    assert "step_time_s" in step and "ttft_s" not in step
+    served = run_json(capsys, "predict", "--model", "gpt2", "--gpu", "v100", "--precision", "fp16",
+                      "--prompt-len", "128", "--output-len", "16")
+    assert "ttft_s" in served

@@ -8,7 +8,7 @@ from typing import Any
 from roofline.commands.common import add_hw_args, add_json_flag, print_json, selected_profile
 from roofline.commands.model_args import add_model_args
 from roofline.commands.serving import add_serving_args
-from roofline.workload.llm.builtins import is_llm
+from roofline.workload.llm.builtins import serving_requested
 
 
 def add_parser(subparsers: Any) -> None:
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from roofline.model.step import StepOptions
     from roofline.workload.request import workload_builder
 
-    if args.serve or is_llm(args.model):
+    if serving_requested(args.model, args.prompt_len, args.output_len, getattr(args, "serve", False)):
         from roofline.commands.serving import run_advise
 
         return run_advise(args)

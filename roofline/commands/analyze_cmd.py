@@ -9,7 +9,7 @@ from typing import Any
 from roofline.commands.common import add_json_flag, print_json
 from roofline.commands.model_args import add_model_args, model_request
 from roofline.errors import RooflineError
-from roofline.workload.llm.builtins import is_llm
+from roofline.workload.llm.builtins import serving_requested
 
 
 def add_parser(subparsers: Any) -> None:
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from roofline.workload.precision import get_precision
     from roofline.workload.request import is_user_module, workload_builder
 
-    if args.model and is_llm(args.model):
+    if serving_requested(args.model, args.prompt_len, args.output_len, getattr(args, "serve", False)):
         from roofline.commands.serving import run_analyze
 
         return run_analyze(args)

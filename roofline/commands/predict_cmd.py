@@ -10,7 +10,7 @@ from roofline.commands.model_args import add_model_args, add_step_args, model_re
 from roofline.commands.serving import add_serving_args
 from roofline.errors import DoesNotFit, RooflineError
 from roofline.model.step import StepOptions, StepPrediction
-from roofline.workload.llm.builtins import is_llm
+from roofline.workload.llm.builtins import serving_requested
 
 
 def add_parser(subparsers: Any) -> None:
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from roofline.workload.request import workload_builder
 
     profile = selected_profile(args)
-    if args.model and is_llm(args.model):
+    if serving_requested(args.model, args.prompt_len, args.output_len, getattr(args, "serve", False)):
         from roofline.commands.serving import run_predict
 
         return run_predict(args)

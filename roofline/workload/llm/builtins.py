@@ -7,7 +7,7 @@ find_multiple(int(2 * 4 * dim / 3), 256): 4096 -> 11008, 5120 -> 13824.
 
 from __future__ import annotations
 
-from roofline.errors import UnknownName, did_you_mean
+from roofline.errors import RooflineError, UnknownName, did_you_mean
 from roofline.workload.llm.config import DecoderConfig, read_hf_config
 
 GPT_FAST = "https://github.com/pytorch-labs/gpt-fast/blob/"
@@ -64,6 +64,24 @@ def is_llm(model: str) -> bool:
     """True for a built-in decoder name or a path to a .json config."""
     key = model.strip().lower()
     return key in BUILTINS or key in ALIASES or key.endswith(".json")
+
+
+def serving_requested(model: str | None, prompt_len: int | None, output_len: int | None,
+                      serve: bool = False) -> bool:
+    """Whether a command should take the language-model path: a decoder built-in or config.json, except that
+    a name the zoo also has (gpt2, as a whole-sequence inference or training step) stays with the zoo unless
+    --serve, --prompt-len or --output-len asks for serving."""
+    if not model or not is_llm(model):
+        return False
+    if serve or prompt_len is not None or output_len is not None:
+        return True
+    from roofline.workload.zoo.registry import get_model
+
+    try:
+        get_model(model)
+    except RooflineError:
+        return True
+    return False
 
 
 def get_config(model: str) -> DecoderConfig:
