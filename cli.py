@@ -1,43 +1,10 @@
-"""The `roofline` command: parse arguments, call the library, render. Nothing else lives here.
+"""`python cli.py ...` in a clone: the same command as the installed `roofline` (roofline/cli.py)."""
 
-Every command accepts `--json` and then prints exactly one JSON document on stdout. A user error
-(`RooflineError`) becomes one line on stderr and exit status 2; nothing is written to the user's files.
-"""
-
-from __future__ import annotations
-
-import argparse
 import sys
 
-from roofline.commands import COMMANDS
-from roofline.errors import RooflineError
+from roofline.cli import build_parser, main
 
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="roofline",
-        description="How fast will this model run on that CPU or GPU, why, and what to change.",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in COMMANDS:
-        module.add_parser(sub)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return int(args.handler(args) or 0)
-    except RooflineError as exc:
-        print(f"roofline: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("roofline: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
-
+__all__ = ["build_parser", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

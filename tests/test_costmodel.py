@@ -3,6 +3,7 @@
 References (all from hardware_profiles/gpu/v100-sxm2-16gb.yaml, NVIDIA's V100 datasheet):
 fp16 tensor-core peak 125e12 FLOP/s, HBM2 900e9 B/s, fp16 alignment 8 elements (16 bytes), 80 SMs at
 1.53e9 Hz with 64 fp32 lanes each, L2 6 MiB at 2048 B/cycle; framework dispatch 10 us, kernel launch 5 us.
+The datasheet roofline alone: no framework runtime profile (StepOptions.runtime=None).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def textbook():
 def one_op(op, profile, precision="fp32"):
     """Inference step of a workload holding only `op` (no input copy), and the op's single cost."""
     wl = Workload(name=op.name, batch=1, ops=[op], input_bytes=0)
-    pred = predict_step(wl, profile, get_precision(precision), StepOptions(include_transfer=False))
+    pred = predict_step(wl, profile, get_precision(precision), StepOptions(include_transfer=False, runtime=None))
     (cost,) = pred.ops
     return pred, cost
 

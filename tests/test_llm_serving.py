@@ -100,7 +100,7 @@ def test_bad_input_is_one_line_exit_2(capsys, argv, message):
 
 def test_advise_serve_keys_targets_and_memory(capsys):
     out = run_json(capsys, "advise", "--model", "llama-3-8b", "--gpu", "h100", "--serve", "--prompt-len", "1024",
-                   "--output-len", "256", "--tpot-ms", "20")
+                   "--output-len", "256", "--tpot-ms", "20", "--runtime", "graph")
     rec = out["recommended"]
     assert {"batch_size", "precision", "kv_precision"} <= set(rec)
     rows = out["sweep"]

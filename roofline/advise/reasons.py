@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from roofline.model.cpu_runtime.heap_setting import KEEP_HEAP_ENV, KEEP_HEAP_TUNABLES, PRELOAD_ALLOCATORS
 from roofline.model.step import StepPrediction
 from roofline.workload.precision import Precision, get_precision
 
@@ -156,13 +157,46 @@ def memory_reason(advice: Advice) -> dict[str, Any]:
 
 def overhead_reason(p1: StepPrediction) -> dict[str, Any]:
     launches = sum(o.launches for o in p1.ops)
-    c = p1.ceilings
-    return {"kind": "overhead", "launches_per_step": launches, "dispatch_s": c.dispatch_s,
+    per_op = p1.host_s / launches if launches else 0.0
+    return {"kind": "overhead", "launches_per_step": launches, "dispatch_s": per_op,
             "host_s": p1.host_s, "device_s": p1.device_s,
             "text": (f"At batch 1 the host spends {p1.host_s * 1e3:.2f} ms dispatching {launches} ops "
-                     f"({c.dispatch_s * 1e6:.0f} us each) against {p1.device_s * 1e3:.2f} ms of device work"
+                     f"({per_op * 1e6:.0f} us each on average) against {p1.device_s * 1e3:.2f} ms of device work"
                      + ("; the device waits on Python, so small batches waste it." if p1.host_s > p1.device_s
                         else "."))}
+
+
+ALLOCATOR_ADVICE_SHARE = 0.10
+"""Fresh-page faults above this share of a CPU step are worth a changed process environment (issue 16's
+threshold); below it the advice would be noise beside the step's other costs."""
+TUNING_GUIDE = "https://pytorch.org/tutorials/recipes/recipes/tuning_guide.html"
+
+
+def allocator_reason(rec: StepPrediction) -> dict[str, Any] | None:
+    """On a CPU, the time the step spends faulting in pages the C heap gave back to the kernel and takes anew,
+    when it is more than ALLOCATOR_ADVICE_SHARE of the step, with the setting that keeps them and the step
+    time without it (fault time is added to the ops' time, so the step without it is the step less it)."""
+    rate = rec.ceilings.page_fault_bytes_per_s
+    if rec.ceilings.is_gpu or not rate or rec.fresh_bytes <= 0:
+        return None
+    fault_s = rec.fresh_bytes / rate
+    share = fault_s / rec.step_time_s
+    if share <= ALLOCATOR_ADVICE_SHARE:
+        return None
+    kept_s = rec.step_time_s - fault_s
+    env = " ".join(f"{k}={v}" for k, v in KEEP_HEAP_ENV.items())
+    return {"kind": "allocator", "fresh_bytes_per_step": rec.fresh_bytes, "page_fault_bytes_per_s": rate,
+            "fault_s": fault_s, "step_time_s": rec.step_time_s, "share": share, "step_time_kept_s": kept_s,
+            "speedup": rec.step_time_s / kept_s, "environment": dict(KEEP_HEAP_ENV),
+            "glibc_tunables": KEEP_HEAP_TUNABLES, "preload": PRELOAD_ALLOCATORS, "source": TUNING_GUIDE,
+            "text": (f"At batch {rec.batch_size} the step writes {rec.fresh_bytes / 1e6:.1f} MB into pages the C "
+                     f"allocator (glibc malloc) gave back to the kernel and takes anew, each faulted and zeroed on "
+                     f"first touch at {rate / 1e9:.2g} GB/s: {fault_s * 1e3:.2f} ms of the {rec.step_time_s * 1e3:.2f}"
+                     f" ms step ({share:.0%}). glibc unmaps large blocks on free and trims the heap's free top; "
+                     f"start the process with {env} (or GLIBC_TUNABLES={KEEP_HEAP_TUNABLES}), or preload "
+                     f"jemalloc or tcmalloc ({PRELOAD_ALLOCATORS}) as PyTorch's CPU tuning guide recommends "
+                     f"({TUNING_GUIDE}), and the step is predicted at {kept_s * 1e3:.2f} ms "
+                     f"({rec.step_time_s / kept_s:.2f}x); `roofline validate --keep-heap` measures both.")}
 
 
 def explain_advice(advice: Advice, profile: Profile, predict: Predict) -> list[dict[str, Any]]:
@@ -179,6 +213,7 @@ def explain_advice(advice: Advice, profile: Profile, predict: Predict) -> list[d
     else:
         rec_same = rec
     points = sorted({p.batch_size: p for p in (p1, rec, pmax)}.values(), key=lambda p: p.batch_size)
+    allocator = allocator_reason(rec)
     return [feed_reason(profile), roofline_reason(rec, p1), bounds_reason(points), top_layers_reason(rec),
-            precision_reason(rec_same, base, precision), batch_neighbours_reason(advice),
-            memory_reason(advice), overhead_reason(p1)]
+            *([allocator] if allocator else []), precision_reason(rec_same, base, precision),
+            batch_neighbours_reason(advice), memory_reason(advice), overhead_reason(p1)]

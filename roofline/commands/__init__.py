@@ -14,7 +14,9 @@ from roofline.commands import (
     explain_cmd,
     hw_cmd,
     predict_cmd,
+    report_cmd,
     validate_cmd,
 )
 
-COMMANDS = [hw_cmd, explain_cmd, analyze_cmd, predict_cmd, advise_cmd, calibrate_cmd, bench_cmd, validate_cmd]
+COMMANDS = [hw_cmd, explain_cmd, analyze_cmd, predict_cmd, advise_cmd, report_cmd, calibrate_cmd, bench_cmd,
+            validate_cmd]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from roofline.commands.common import add_hw_args, add_json_flag, print_json, selected_profile
-from roofline.commands.model_args import add_model_args
+from roofline.commands.common import add_hw_args, add_json_flag, print_json
+from roofline.commands.model_args import add_model_args, model_request
 from roofline.commands.serving import add_serving_args
 from roofline.workload.llm.builtins import serving_requested
 
@@ -29,63 +29,28 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--reserve-bytes", type=float, metavar="BYTES", help="device memory unavailable to tensors")
     p.add_argument("--plot", metavar="DIR|FILE.png|FILE.svg",
                    help="write the roofline and batch-sweep plots (into DIR as a PNG, or to FILE)")
+    p.add_argument("--html", metavar="FILE.html", help="also write the HTML report (as `roofline report`)")
+    p.add_argument("--force", action="store_true", help="let --html overwrite an existing file")
     add_serving_args(p, advise=True)
     add_json_flag(p)
     p.set_defaults(handler=run)
 
 
-def sweep_rows(advice: Any) -> list[dict[str, Any]]:
-    return [{"batch_size": p.batch_size, "precision": p.precision, "step_time_s": p.step_time_s,
-             "samples_per_s": p.samples_per_s, "memory_bytes": p.memory.total}
-            for p in sorted(advice.sweep, key=lambda p: (p.precision, p.batch_size))]
-
-
-def advice_dict(advice: Any) -> dict[str, Any]:
-    rec = advice.recommended
-    return {
-        "model": advice.model, "device": advice.device, "train": advice.train,
-        "recommended": {"batch_size": advice.recommended_batch, "precision": advice.recommended_precision,
-                        "step_time_s": rec.step_time_s, "samples_per_s": rec.samples_per_s,
-                        "memory_bytes": rec.memory.total},
-        "max_batch_size": advice.max_batch_size,
-        "max_batch_size_by_precision": advice.max_batch_by_precision,
-        "neighbours": [{"batch_size": p.batch_size, "step_time_s": p.step_time_s, "samples_per_s": p.samples_per_s,
-                        "memory_bytes": p.memory.total} for p in advice.neighbours],
-        "sweep": sweep_rows(advice),
-        "reasons": advice.reasons,
-    }
-
-
 def run(args: argparse.Namespace) -> int:
-    from roofline.advise.advisor import advise
-    from roofline.commands.model_args import model_request
-    from roofline.model.step import StepOptions
-    from roofline.workload.request import workload_builder
+    from roofline import api
 
     if serving_requested(args.model, args.prompt_len, args.output_len, getattr(args, "serve", False)):
         from roofline.commands.serving import run_advise
 
         return run_advise(args)
-    profile = selected_profile(args)
-    name, build = workload_builder(model_request(args))
-    plot_target = None
-    if args.plot:
-        from roofline.report.plots import plot_path
-
-        plot_target = plot_path(args.plot, name, profile.name)
-    opts = StepOptions(train=args.train, optimizer=args.optimizer, pinned=args.pinned, sync_points=args.sync,
-                       channels_last=args.channels_last,
-                       reserve_bytes=args.reserve_bytes)
-    advice = advise(name, build, profile, args.train, args.precision, opts)
-    out = advice_dict(advice)
-    if plot_target is not None:
-        from roofline.report.plots import write_advice_plots
-
-        out["plot"] = write_advice_plots(advice, profile, plot_target)
+    advice = api.advise(model_request(args), hw=args.hw, gpu=args.gpu, cpu=args.cpu, train=args.train,
+                        precision=args.precision, optimizer=args.optimizer, pinned=args.pinned, sync=args.sync,
+                        channels_last=args.channels_last, reserve_bytes=args.reserve_bytes, plot=args.plot,
+                        html=args.html, force=args.force)
     if args.json:
-        print_json(out)
+        print_json(advice.to_dict())
         return 0
     from roofline.report.advise_view import render_advice
 
-    render_advice(out)
+    render_advice(advice.to_dict())
     return 0

@@ -8,7 +8,6 @@ from typing import Any
 
 from roofline.commands.common import add_json_flag, print_json
 from roofline.commands.model_args import add_model_args, model_request
-from roofline.errors import RooflineError
 from roofline.workload.llm.builtins import serving_requested
 
 
@@ -33,53 +32,19 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(handler=run)
 
 
-def _ridge(args: argparse.Namespace, precision: Any) -> tuple[str, float] | None:
-    if not (args.hw or args.gpu or args.cpu):
-        return None
-    from roofline.commands.common import selected_profile
-    from roofline.model.ceilings import ceilings_for
-
-    profile = selected_profile(args)
-    return profile.name, ceilings_for(profile, precision).ridge_point
-
-
 def run(args: argparse.Namespace) -> int:
-    from roofline.advise import analyze
-    from roofline.workload.precision import get_precision
-    from roofline.workload.request import is_user_module, workload_builder
+    from roofline import api
 
     if serving_requested(args.model, args.prompt_len, args.output_len, getattr(args, "serve", False)):
         from roofline.commands.serving import run_analyze
 
         return run_analyze(args)
-    if args.batch < 1:
-        raise RooflineError(f"--batch {args.batch}: the batch size must be a positive integer")
-    precision = get_precision(args.precision or "fp32")
-    name, build = workload_builder(model_request(args))
-    workload = build(args.batch)
-    ridge = _ridge(args, precision)
-    second = build(args.batch + 1) if ridge and not args.op else None
-    out: dict[str, Any] = {
-        "model": name, "batch_size": args.batch, "precision": precision.name, "train": args.train,
-        "totals": analyze.totals(workload, precision, args.train),
-        "layers": analyze.layer_rows(workload, second, precision, args.train, ridge[1] if ridge else None),
-        "unsupported": workload.unsupported,
-    }
-    if ridge:
-        out["device"], out["ridge_point"] = ridge
-    if ridge and second is not None:
-        out["model_crossing_batch"], out["model_intensity_limit"] = analyze.model_crossing(
-            workload, second, precision, args.train, ridge[1])
-    if args.symbolic:
-        exact = not (args.op or is_user_module(args.model))
-        sym = analyze.symbolic_totals(build, precision, args.train, exact)
-        out["symbolic"] = {key: str(value) for key, value in sym.items() if key != "symbol"}
-        if ridge:
-            out["symbolic"]["model_ridge_root"] = analyze.symbolic_root(sym, ridge[1])
+    result = api.analyze(model_request(args), op=args.op, batch=args.batch, precision=args.precision or "fp32",
+                         train=args.train, hw=args.hw, gpu=args.gpu, cpu=args.cpu, symbolic=args.symbolic)
     if args.json:
-        print_json(out)
+        print_json(result.to_dict())
         return 0
     from roofline.report.analyze_view import render_analysis
 
-    render_analysis(out)
+    render_analysis(result.to_dict())
     return 0

@@ -12,7 +12,6 @@ import argparse
 from pathlib import Path
 
 from roofline.commands.common import add_json_flag, print_json
-from roofline.errors import RooflineError
 
 
 def add_parser(subparsers) -> None:
@@ -31,40 +30,21 @@ def add_parser(subparsers) -> None:
     p.set_defaults(handler=run)
 
 
-def _target(args: argparse.Namespace, profile_name: str) -> Path:
-    from roofline.measure.calibrate import calibrated_path
-
-    return Path(args.out) if args.out else calibrated_path(profile_name)
-
-
 def _dtypes(text: str | None) -> tuple[str, ...] | None:
-    from roofline.measure.probes.gemm import CPU_TORCH_DTYPES, CUDA_TORCH_DTYPES
-
-    if text is None:
-        return None
-    names = tuple(d.strip() for d in text.split(",") if d.strip())
-    known = dict.fromkeys((*CPU_TORCH_DTYPES, *CUDA_TORCH_DTYPES))
-    unknown = [d for d in names if d not in known]
-    if unknown or not names:
-        raise RooflineError(f"--dtypes '{text}': expected a comma list of {', '.join(known)}")
-    return names
+    return None if text is None else tuple(d.strip() for d in text.split(",") if d.strip())
 
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from roofline.measure import calibrate
+    from roofline import api
 
-    plan = calibrate.Plan(args.device, args.quick, _dtypes(args.dtypes))
-    profile = calibrate.base_profile(args.device, args.hw)
-    path = _target(args, profile.name)
-    if path.exists() and not args.force:
-        raise RooflineError(f"{path} exists; pass --force to overwrite it")
+    total = api.calibration_steps(args.device, args.quick)
     err = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err,
                   transient=args.json) as progress:
-        task = progress.add_task("calibrating", total=len(plan.steps()))
+        task = progress.add_task("calibrating", total=total)
         started = []
 
         def on_step(name: str) -> None:
@@ -73,14 +53,13 @@ def run(args: argparse.Namespace) -> int:
             started.append(name)
             progress.update(task, description=f"measuring {name}")
 
-        result = calibrate.run(plan, profile, on_step)
-        progress.update(task, completed=len(plan.steps()), description="done")
-    calibrate.write_profile(result.profile, path, args.force)
+        result = api.calibrate(args.device, quick=args.quick, out=args.out, dtypes=_dtypes(args.dtypes),
+                               force=args.force, hw=args.hw, on_step=on_step)
+        progress.update(task, completed=total, description="done")
     if args.json:
-        print_json({"measured": result.measured.model_dump(mode="json"), "profile_path": str(path.resolve()),
-                    "details": result.details, "warnings": result.warnings})
+        print_json(result.to_dict())
         return 0
     from roofline.report.calibrate_view import render_calibration
 
-    render_calibration(result, path, Console())
+    render_calibration(result.calibration, Path(result.profile_path), Console())
     return 0

@@ -62,17 +62,6 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def profile_name(name_or_path: str) -> str:
-    """The identifier `hw list` shows for what the user typed: a profile's file stem."""
-    from roofline.hardware import list_profiles
-
-    key = name_or_path.strip().lower()
-    for e in list_profiles():
-        if key == e.name or key in e.aliases:
-            return e.name
-    return Path(name_or_path).stem
-
-
 def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print_json(summary)
@@ -83,11 +72,9 @@ def _print_summary(summary: dict[str, Any], as_json: bool) -> None:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from roofline.hardware import find_profile
-    from roofline.report.hw_view import profile_summary
+    from roofline import api
 
-    profile = find_profile(args.profile)
-    _print_summary(profile_summary(profile, profile_name(args.profile)), args.json)
+    _print_summary(api.hardware(args.profile).to_dict(), args.json)
     return 0
 
 

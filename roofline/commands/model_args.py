@@ -25,21 +25,17 @@ def add_model_args(parser: argparse.ArgumentParser, allow_op: bool = False) -> N
 
 
 def model_request(args: argparse.Namespace) -> ModelRequest:
+    """The workload the arguments name; the API checks every number."""
+    from roofline.api import model_request as checked_request
+
     shape = None
     if getattr(args, "input_shape", None):
         try:
             shape = tuple(int(v) for v in args.input_shape.split(","))
         except ValueError:
             raise RooflineError(f"--input-shape '{args.input_shape}': expected integers like 1,3,224,224") from None
-        if any(v < 1 for v in shape):
-            raise RooflineError(f"--input-shape '{args.input_shape}': every dimension must be positive")
-    for flag in ("input_size", "seq_len", "num_classes"):
-        value = getattr(args, flag, None)
-        if value is not None and value < 1:
-            raise RooflineError(f"--{flag.replace('_', '-')} must be a positive integer, got {value}")
-    return ModelRequest(model=getattr(args, "model", None), op=getattr(args, "op", None),
-                        input_size=args.input_size, seq_len=args.seq_len, num_classes=args.num_classes,
-                        input_shape=shape)
+    return checked_request(getattr(args, "model", None), op=getattr(args, "op", None), input_shape=shape,
+                           input_size=args.input_size, seq_len=args.seq_len, num_classes=args.num_classes)
 
 
 def add_step_args(parser: argparse.ArgumentParser) -> None:

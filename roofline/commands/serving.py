@@ -76,9 +76,9 @@ def _precision(args: argparse.Namespace, profile: Any, name: str | None) -> Any:
 
 
 def run_predict(args: argparse.Namespace) -> int:
-    from roofline.commands.common import parse_batches
     from roofline.model.llm_step import predict_serving, require_fit
     from roofline.workload.llm.builtins import get_config
+    from roofline.workload.request import parse_batches
 
     cfg = get_config(args.model)
     profile = selected_profile(args)
@@ -158,7 +158,6 @@ def run_advise(args: argparse.Namespace) -> int:
 
 def run_validate(args: argparse.Namespace) -> int:
     """Live transformers generate on this CPU vs the prediction on this machine's profile, per phase."""
-    from roofline.commands.common import parse_batches
     from roofline.errors import RooflineError
     from roofline.measure.llm_live import time_generate
     from roofline.model.llm_precision import serving_precision
@@ -166,6 +165,7 @@ def run_validate(args: argparse.Namespace) -> int:
     from roofline.validate.profile_choice import choose_profile
     from roofline.validate.results import error_pct
     from roofline.workload.llm.builtins import get_config
+    from roofline.workload.request import parse_batches
 
     if args.device != "cpu":
         raise RooflineError("validate --serve times transformers on the CPU only; pass --device cpu")

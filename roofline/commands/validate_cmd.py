@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from roofline.commands.common import add_json_flag, parse_batches, print_json
+from roofline.commands.common import add_json_flag, print_json
 from roofline.commands.model_args import add_model_args, model_request
 
 
@@ -32,6 +32,9 @@ def add_parser(subparsers: Any) -> None:
                    help="with no calibration of this machine, predict from detected/datasheet ceilings instead of "
                         "running a quick calibration first")
     p.add_argument("--per-layer", action="store_true", help="also time each leaf module's forward")
+    p.add_argument("--keep-heap", action="store_true",
+                   help="also run in a child process whose C heap keeps its pages (MALLOC_MMAP_MAX_=0, a huge "
+                        "MALLOC_TRIM_THRESHOLD_): the measured and predicted gain of `advise`'s allocator advice")
     p.add_argument("--serve", action="store_true",
                    help="language models: time transformers' generate (prefill, per-token decode) instead")
     p.add_argument("--prompt-len", type=int, metavar="P", help="with --serve: prompt tokens (default 512)")
@@ -47,20 +50,20 @@ def run(args: argparse.Namespace) -> int:
         return run_validate(args)
     from rich.console import Console
 
-    from roofline.validate.document import validation_dict
-    from roofline.validate.run import validate
+    from roofline import api
 
-    batches = parse_batches(args.batch)
     err = Console(stderr=True)
 
     def progress(batch: int) -> None:
         if not args.json:
             err.print(f"[dim]running {args.model} at batch {batch} on {args.device}...[/]")
 
-    result = validate(model_request(args), args.device, batches, args.precision, args.train, args.optimizer,
-                      args.hw, args.budget, args.repeats, args.kind_steps, args.per_layer, progress,
-                      calibrate=not args.no_calibrate)
-    out = validation_dict(result, args.per_layer)
+    result = api.validate(model_request(args), device=args.device, batch=args.batch, precision=args.precision,
+                          train=args.train, optimizer=args.optimizer, hw=args.hw, budget_s=args.budget,
+                          repeats=args.repeats, kind_steps=args.kind_steps, per_layer=args.per_layer,
+                          calibrate=not args.no_calibrate, on_batch=progress,
+                          keep_heap=args.keep_heap)
+    out = result.to_dict()
     if args.json:
         print_json(out)
         return 0

@@ -20,7 +20,18 @@ from roofline.hardware.schema import CpuProfile, GpuProfile, Profile
 
 PROFILE_PATH_ENV = "ROOFLINE_PROFILE_PATH"
 HOME_ENV = "ROOFLINE_HOME"
-SHIPPED_DIR = Path(__file__).resolve().parents[2] / "hardware_profiles"
+
+
+def _shipped_dir() -> Path:
+    """The profiles that come with roofline. An installed wheel carries the top-level hardware_profiles/ as
+    the package data directory roofline/hardware_profiles (setup.py maps it, no second copy in the source);
+    a clone, or an editable install, reads hardware_profiles/ beside the package."""
+    package = Path(__file__).resolve().parents[1]
+    installed = package / "hardware_profiles"
+    return installed if installed.is_dir() else package.parent / "hardware_profiles"
+
+
+SHIPPED_DIR = _shipped_dir()
 
 _PROFILE_ADAPTER: TypeAdapter[Profile] = TypeAdapter(Profile)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from roofline.errors import RooflineError
 from roofline.hardware.derived import matrix_peak, memory_levels, ridge_point, vector_peak
+from roofline.hardware.runtime import EAGER_CUDA, load_runtime
 from roofline.hardware.schema import GpuProfile, MeasuredConvPoint, Profile
 from roofline.model.cpu_runtime.runtime import CpuRuntime, recorded_runtime
 from roofline.workload.precision import Precision
@@ -265,8 +266,43 @@ def monotone_curve(points: list[tuple[int, float]]) -> tuple[tuple[int, float], 
     return tuple(out)
 
 
-def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
-    """Resolve the ceilings for one precision on one device (measured where calibrated)."""
+def sustained_matrix_rate(profile: GpuProfile, dtype: str, runtime: str | None = EAGER_CUDA) -> tuple[float, str]:
+    """(FLOP/s, provenance) a large tensor-core GEMM sustains in `dtype` on a GPU without a calibration: the
+    profile's published measurement for the dtype; else one for another dtype of the same dense peak (fp16 and
+    bf16 run on the same tensor-core datapath at the same rate since Ampere: the same chip gets the same rate);
+    else the datasheet peak times the share cuBLAS was measured to sustain on the runtime profile's GPU (the
+    datasheet peak itself when no runtime is named)."""
+    cores = profile.tensor_cores
+    dense = cores[dtype].dense_flops_per_s.value
+    if cores[dtype].sustained_flops_per_s is not None:
+        return cores[dtype].sustained_flops_per_s.value, "published measurement"
+    for other in cores.values():
+        if other.sustained_flops_per_s is not None and other.dense_flops_per_s.value == dense:
+            return other.sustained_flops_per_s.value, "published measurement (same peak, other dtype)"
+    share = load_runtime(runtime).gemm_sustained_share.by_dtype.get(dtype) if runtime else None
+    if share is None:
+        return dense, "datasheet"
+    return dense * share, "datasheet x measured library share"
+
+
+def runtime_figures(runtime: str, levels: tuple[Level, ...],
+                    element_bytes: int) -> tuple[dict[str, float], dict[str, float]]:
+    """(host seconds per layer call by kind, kernel streaming rates by kernel key) of eager PyTorch on a GPU
+    that has no calibration of its own, from the measured runtime profile (`roofline.hardware.runtime`): the
+    host costs as measured, each kernel's rate as its measured share of the copy rate times this GPU's DRAM
+    level. A kernel whose backward was not measured is given its forward's share: where both were (BatchNorm,
+    ReLU in ResNet-50's steps on the H100) they are within 20% of each other, max pooling excepted."""
+    figures = load_runtime(runtime)
+    dram = levels[-1].bandwidth_bytes_per_s
+    rates = {key: share * dram for key, share in figures.kernel_rates.shares(element_bytes).items()}
+    rates |= {f"{key}:backward": rate for key, rate in rates.items() if f"{key}:backward" not in rates}
+    return dict(figures.host_call_s.by_kind), rates
+
+
+def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = EAGER_CUDA) -> Ceilings:
+    """Resolve the ceilings for one precision on one device (measured where calibrated). On a GPU without a
+    calibration, `runtime` names the framework runtime profile whose measured costs apply
+    (`roofline.hardware.runtime`); None prices the datasheet roofline alone."""
     dtype = compute_dtype_for(precision, profile)
     if dtype is None:
         raise RooflineError(f"{profile.name} has no {precision.name} support (no native {precision.compute_dtype} "
@@ -288,10 +324,10 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
             vector_value = best
             provenance["vector_flops_per_s"] = "measured"
     elif isinstance(profile, GpuProfile) and dtype in profile.tensor_cores:
-        sustained = profile.tensor_cores[dtype].sustained_flops_per_s
-        if sustained is not None:
-            matrix_value = sustained.value
-            provenance["matrix_flops_per_s"] = "published measurement"
+        matrix_value, provenance["matrix_flops_per_s"] = sustained_matrix_rate(profile, dtype, runtime)
+    elif isinstance(profile, GpuProfile) and not measured and runtime:
+        vector_value *= load_runtime(runtime).gemm_sustained_share.by_dtype.get(dtype, 1.0)
+        provenance["vector_flops_per_s"] = "derived x measured library share"
     alignment = None
     if isinstance(profile, GpuProfile) and dtype in profile.tensor_cores:
         alignment = profile.tensor_cores[dtype].alignment_elements
@@ -318,6 +354,11 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
         link = h2d.get("pinned", link)
         pageable = h2d.get("pageable")
         provenance["host_link"] = "measured" if "pinned" in h2d else "datasheet"
+    dispatch_by_kind = dict(measured.dispatch_s_by_kind) if measured else {}
+    kernel_rates = dict(measured.kernel_bytes_per_s) if measured else {}
+    if isinstance(profile, GpuProfile) and not measured and runtime:
+        dispatch_by_kind, kernel_rates = runtime_figures(runtime, levels, precision.storage_bytes)
+        provenance["dispatch_s"] = provenance["kernel_rates"] = "runtime profile (measured on an H100 host)"
     units = int(profile.compute.sm_count.value) if isinstance(profile, GpuProfile) else int(
         profile.compute.cores.value * profile.compute.sockets)
     is_gpu = isinstance(profile, GpuProfile)
@@ -335,9 +376,7 @@ def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
         conv_efficiency=dict(measured.conv_efficiency) if measured else {},
         conv_efficiency_fits=fit_conv_efficiencies(measured.conv_efficiency_points) if measured else {},
         conv_fixed_s=dict(measured.conv_fixed_s) if measured else {},
-        kernel_bytes_per_s=dict(measured.kernel_bytes_per_s) if measured else {},
-        levels=levels, dispatch_s=dispatch,
-        dispatch_s_by_kind=dict(measured.dispatch_s_by_kind) if measured else {},
+        kernel_bytes_per_s=kernel_rates, levels=levels, dispatch_s=dispatch, dispatch_s_by_kind=dispatch_by_kind,
         page_fault_bytes_per_s=measured.page_fault_bytes_per_s if measured and not is_gpu else None,
         cpu_runtime=recorded_runtime(measured.environment) if measured and not is_gpu else None,
         layout_conversion_bytes_per_s=dict(measured.layout_conversion_bytes_per_s) if measured and not is_gpu

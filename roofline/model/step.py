@@ -14,12 +14,14 @@ import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 
+from roofline.hardware.runtime import EAGER_CUDA, load_runtime
 from roofline.hardware.schema import Profile
 from roofline.model.ceilings import Ceilings, ceilings_for
 from roofline.model.context import CostContext
 from roofline.model.costmodel import OpCost, op_cost, with_first_touch
 from roofline.model.cpu_runtime.heap_requests import first_touch_bytes
 from roofline.model.memory import MemoryBreakdown, default_reserve_bytes, memory_breakdown
+from roofline.model.notes import Note
 from roofline.workload.ops.base import PASSES, Op, Workload
 from roofline.workload.precision import Precision
 
@@ -40,6 +42,12 @@ FOREACH_MAX_TENSORS_PER_LAUNCH = 48
 """On CUDA, torch.optim's foreach path batches parameter tensors into multi-tensor-apply launches; the
 depth-4 launch (Adam) takes up to 48 tensors (depth_to_max_tensors in ATen's MultiTensorApply.cuh)."""
 
+GRAD_SCALER_SYNC_POINTS = 1
+"""An AMP training step on a GPU synchronizes once even when the user's loop never does: GradScaler.step reads
+the inf/NaN flags of the unscaled gradients with `.item()` before it lets the optimizer step
+(torch/amp/grad_scaler.py, `_maybe_opt_step`), so the host waits for the backward pass to finish and the next
+step's forward cannot be queued under it."""
+
 
 @dataclass(frozen=True)
 class StepOptions:
@@ -53,6 +61,12 @@ class StepOptions:
     reserve_bytes: float | None = None
     channels_last: bool = False
     """Convolution activations in NHWC, so tensor-core convolutions need no layout transposes."""
+    runtime: str | None = EAGER_CUDA
+    """The framework runtime whose measured costs price a GPU step (`roofline.hardware.runtime`): host time per
+    layer call, kernel streaming rates, sustained GEMM shares, GradScaler and the training loop's Python. None:
+    the datasheet roofline alone, as the cost model's closed-form tests use it."""
+    heap_kept: bool = False
+    """CPU: the process keeps its C heap (cpu_runtime.heap_setting), so no request takes fresh pages."""
 
 
 @dataclass(frozen=True)
@@ -188,7 +202,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
                  options: StepOptions | None = None) -> StepPrediction:
     """Predict the time and memory of one step of `workload` on `profile` at `precision`."""
     opts = options or StepOptions()
-    c = ceilings_for(profile, precision)
+    c = ceilings_for(profile, precision, opts.runtime)
     params = float(workload.params())
     amp = precision.master_weight_bytes > precision.storage_bytes
     weight_bytes = precision.storage_bytes
@@ -198,7 +212,10 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     ctx = CostContext(c, precision.storage_bytes, weight_bytes, weight_reuse_bytes=reuse,
                       channels_last=opts.channels_last)
     costs = op_costs(ops, passes, ctx)
-    if c.page_fault_bytes_per_s and c.cpu_runtime is not None and c.cpu_runtime.glibc_heap:
+    if opts.train and c.is_gpu and opts.runtime:
+        factor = load_runtime(opts.runtime).training_host_factor.value
+        costs = [replace(cost, host_s=cost.host_s * factor) for cost in costs]
+    if c.page_fault_bytes_per_s and c.cpu_runtime is not None and c.cpu_runtime.glibc_heap and not opts.heap_kept:
         fresh = first_touch_bytes(executed(ops, passes), workload.flow(), opts.train, ctx, c.cpu_runtime.page_bytes)
         costs = [with_first_touch(cost, b, c.page_fault_bytes_per_s) for cost, b in zip(costs, fresh, strict=True)]
     ptensors = _param_tensors(workload)
@@ -207,6 +224,14 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
         reads, writes, flops_pp, ops_pt = OPTIMIZER_TRAFFIC[opts.optimizer]
         launches = ops_pt * (math.ceil(ptensors / FOREACH_MAX_TENSORS_PER_LAUNCH) if c.is_gpu else ptensors)
         opt = _bulk_cost("optimizer", flops_pp * params, reads * 4 * params, writes * 4 * params, launches, c)
+        if c.is_gpu and opts.runtime:
+            loop = load_runtime(opts.runtime).training_loop_host_s
+            opt = replace(opt, host_s=loop.optimizer_step.seconds(ptensors))
+            around = loop.zero_grad.seconds(ptensors) + (loop.grad_scaler.seconds(ptensors) if amp else 0.0)
+            note = Note("training loop", f"Python over {ptensors} parameter tensors: zero_grad"
+                        f"{' and GradScaler' if amp else ''}, {around * 1e3:.3g} ms of host time")
+            costs.append(OpCost("zero_grad and GradScaler" if amp else "zero_grad", "loop", "update", 0.0, 0.0, 0.0,
+                                0.0, around, 0.0, "overhead", "host", (note,), 0, True))
         costs.append(opt)
         optimizer_s = opt.time_s
     if amp:
@@ -216,7 +241,9 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
         amp_cast_s = cast.time_s
     host_s = sum(o.host_s for o in costs)
     device_s = sum(o.device_s for o in costs)
-    sync_s = opts.sync_points * c.sync_s
+    scaler = amp and opts.train and c.is_gpu and opts.runtime is not None
+    sync_points = opts.sync_points + (GRAD_SCALER_SYNC_POINTS if scaler else 0)
+    sync_s = sync_points * c.sync_s
     transfer_s = 0.0
     if c.is_gpu and opts.include_transfer and c.host_link_bytes_per_s:
         nbytes = float(workload.input_bytes)
@@ -228,10 +255,12 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     if c.is_gpu:
         copy_on_critical_path = 0.0 if opts.pinned else transfer_s
         device_total = device_s + (transfer_s if opts.pinned else 0.0)
-        if opts.sync_points:
+        if sync_points:
             step = drained_pipeline_s(costs) + sync_s + copy_on_critical_path + (transfer_s if opts.pinned else 0)
         else:
-            step = max(host_s + copy_on_critical_path, device_total)
+            # a copy from pageable memory is synchronous and stream-ordered: it starts once the kernels queued
+            # before it (the previous step's) have finished and the host waits for it, so nothing overlaps it
+            step = max(host_s, device_total) + copy_on_critical_path
         step = max(step, transfer_s)
     else:
         step = host_s + device_s + sync_s

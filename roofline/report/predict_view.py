@@ -13,7 +13,7 @@ MAX_LAYER_ROWS = 40
 """Longer models show their slowest layers only; --json always has all of them."""
 
 
-def render_prediction(out: dict[str, Any], preds: list[Any]) -> None:
+def render_prediction(out: dict[str, Any]) -> None:
     console = Console()
     mode = "training step" if out["train"] else "inference step"
     console.print(f"[bold]{out['model']}[/] on [bold]{out['device']}[/], {out['precision']}, "
@@ -26,7 +26,7 @@ def render_prediction(out: dict[str, Any], preds: list[Any]) -> None:
     total = sum(out["time_by_bound_s"].values()) or 1.0
     console.print("  time by bound: " + ", ".join(f"{k} {v / total:.0%}" for k, v in
                                                    sorted(out["time_by_bound_s"].items(), key=lambda kv: -kv[1])))
-    if len(preds) > 1:
+    if len(out["batches"]) > 1:
         t = Table(title="batch sweep")
         for col in ("batch", "step time", "samples/s", "memory"):
             t.add_column(col, justify="right")

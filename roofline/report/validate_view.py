@@ -69,5 +69,14 @@ def render_validation(out: dict[str, Any], console: Console) -> None:
             lt.add_row(row["name"], row["op"], format_si(row["predicted_s"], "s"), format_si(row["measured_s"], "s"),
                        _pct(row["error_pct"]))
         console.print(lt)
+    if "kept_heap" in out:
+        env = " ".join(f"{k}={v}" for k, v in out["kept_heap"]["environment"].items())
+        g = Table(title=f"with the C heap kept ({env}, in a child process)")
+        for col in ("batch", "measured", "kept: measured", "measured gain", "predicted gain"):
+            g.add_column(col, justify="right")
+        for row in out["kept_heap"]["gains"]:
+            g.add_row(str(row["batch_size"]), format_si(row["measured_s"], "s"), format_si(row["kept_measured_s"], "s"),
+                      f"{row['measured_speedup']:.2f}x", f"{row['predicted_speedup']:.2f}x")
+        console.print(g)
     for w in out["warnings"]:
         console.print(f"[yellow]warning:[/] {w}")

@@ -9,6 +9,7 @@ torch is imported inside functions only: importing this module stays cheap.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from roofline.measure.live_model import required_input_shape, required_model
@@ -35,12 +36,14 @@ def _check_request(req: ModelRequest, precision_name: str) -> None:
 
 def compare(req: ModelRequest, live: LiveRuns, choice: ProfileChoice) -> Validation:
     """Each live batch beside the prediction of `choice`'s profile for it: the comparing half of `validate`."""
+    from roofline.model.cpu_runtime.heap_setting import keeps_heap
     from roofline.model.step import StepOptions, predict_step
     from roofline.workload.precision import get_precision
     from roofline.workload.request import workload_builder
 
     _, build = workload_builder(req)
-    options = StepOptions(train=live.train, optimizer=live.optimizer)
+    # the live runs happen in this process: its own environment says whether its heap returns pages
+    options = StepOptions(train=live.train, optimizer=live.optimizer, heap_kept=keeps_heap(os.environ))
     warnings = list(choice.warnings)
     runs = []
     for batch in live.batches:

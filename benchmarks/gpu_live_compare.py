@@ -1,0 +1,86 @@
+"""Predicted against measured on a real GPU: the zoo steps and ceilings that benchmarks/gpu_live.py recorded.
+
+    python benchmarks/gpu_live_compare.py [--measured benchmarks/results/gpu-live-h100.json] [--gpu h100]
+
+Each measured step is predicted with the settings it ran under (data already on the device, SGD with
+momentum, channels-last under AMP for CNNs, the sequence length it used) on the shipped datasheet profile,
+and the table gives error = predicted / measured - 1 per row, and the median and worst |error| per group.
+The rows are this project's own measurements, not the published record; they are reported apart from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from roofline.hardware.load import find_profile  # noqa: E402
+from roofline.model.step import StepOptions, predict_step  # noqa: E402
+from roofline.workload.precision import get_precision  # noqa: E402
+from roofline.workload.zoo import build_workload  # noqa: E402
+
+
+def predict_row(row: dict[str, Any], gpu: str) -> dict[str, Any]:
+    profile = find_profile(gpu, kind="gpu")
+    precision = get_precision(row["precision"])
+    opts = StepOptions(train=row["mode"] == "train", optimizer="momentum", include_transfer=row["data"] != "device",
+                       pinned=row["data"] == "pinned", channels_last=bool(row["channels_last"]))
+    workload = build_workload(row["model"], row["batch"], seq_len=row.get("seq_len"))
+    pred = predict_step(workload, profile, precision, opts)
+    return {"predicted_s": pred.step_time_s, "host_s": pred.host_s, "device_s": pred.device_s,
+            "predicted_memory_bytes": pred.memory.total,
+            "error_pct": (pred.step_time_s / row["step_s"] - 1) * 100}
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
+    errors = [r["error_pct"] for r in rows]
+    return {"rows": len(errors), "median_abs_pct": statistics.median(abs(e) for e in errors),
+            "worst_abs_pct": max(abs(e) for e in errors), "median_signed_pct": statistics.median(errors)}
+
+
+def render(rows: list[dict[str, Any]], env: dict[str, Any], gpu: str) -> str:
+    lines = [f"# Predicted vs measured on {env['gpu']} ({gpu} profile)", "",
+             f"Measured {env['date']} with torch {env['torch']}, CUDA {env['cuda']}, cuDNN {env['cudnn']} "
+             f"(benchmarks/gpu_live.py; cudnn.benchmark on, data on the device unless the row says otherwise, "
+             "SGD with momentum, channels-last under AMP for CNNs). error = predicted / measured - 1.", "",
+             "| model | mode | precision | batch | data | measured | predicted | error | alloc GiB | predicted GiB |",
+             "|---|---|---|---:|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['mode']} | {r['precision']} | {r['batch']} | {r['data']} | "
+                     f"{r['step_s'] * 1e3:.2f} ms | {r['predicted_s'] * 1e3:.2f} ms | {r['error_pct']:+.1f}% | "
+                     f"{r['peak_allocated_bytes'] / 2**30:.2f} | {r['predicted_memory_bytes'] / 2**30:.2f} |")
+    lines += ["", "| group | rows | median abs error | worst | signed median |", "|---|---:|---:|---:|---:|"]
+    groups: dict[str, list[dict[str, Any]]] = {"all": rows}
+    for r in rows:
+        for key in ("model", "mode", "precision"):
+            groups.setdefault(f"{key}={r[key]}", []).append(r)
+    for name, members in groups.items():
+        s = summary(members)
+        lines.append(f"| {name} | {s['rows']} | {s['median_abs_pct']:.1f}% | {s['worst_abs_pct']:.1f}% | "
+                     f"{s['median_signed_pct']:+.1f}% |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--measured", type=Path, default=ROOT / "benchmarks/results/gpu-live-h100.json")
+    parser.add_argument("--gpu", default="h100")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/gpu-live-h100.md")
+    args = parser.parse_args()
+    doc = json.loads(args.measured.read_text())
+    rows = [dict(r, **predict_row(r, args.gpu)) for r in doc["zoo"]]
+    args.out.write_text(render(rows, doc["environment"], args.gpu))
+    s = summary(rows)
+    print(f"{s['rows']} rows: median |error| {s['median_abs_pct']:.1f}%, worst {s['worst_abs_pct']:.1f}%, "
+          f"signed median {s['median_signed_pct']:+.1f}%; wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""Comparer for `kind: gpu-steps`: published single-GPU training and inference throughput against
+`roofline.model.step.predict_step` on the shipped GPU profiles (no calibration of ours).
+
+Each row is predicted with the settings it states, and only those; what a row does not state is set by one
+rule for every row, written here, never per row or per source:
+- data `synthetic-device` (inputs made on the GPU): no host-to-device copy; `loader`: the batch is copied from
+  pinned host memory each step (PyTorch loaders with pin_memory=True, as DeepLearningExamples uses);
+- one host-device synchronization per step (SYNC_POINTS_PER_STEP);
+- optimizer `none` (forward and backward timed without an update): the predicted optimizer time is left out.
+The time metric is the time of one step: `step_time_s` where the source prints it, else batch / samples_per_s.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from benchmarks.published_kinds.record import Comparison, DatasetError, SourceBlock, first_error, source_blocks
+from roofline.errors import RooflineError
+from roofline.hardware import find_profile
+from roofline.model.step import StepOptions, predict_step
+from roofline.workload.precision import get_precision
+from roofline.workload.zoo import build_workload, get_model
+
+RESULT_STEM = "published-gpu"
+TITLE = "Single-GPU steps: predicted vs published"
+METRIC = "time per step"
+GROUP_KEYS = ("model", "gpu", "mode", "precision", "source", "family", "generation")
+TARGET_GROUPS = ("family", "generation")
+SYNC_POINTS_PER_STEP = 1
+"""Every harness in the record times each step to completion: DeepLearningExamples calls
+torch.cuda.synchronize() per iteration, timm's benchmark.py reads CUDA-synchronized timestamps, Torch7's
+timer synchronizes cutorch."""
+GIB = 2**30
+
+
+class GpuStepRow(BaseModel):
+    """One published measurement, after the block's defaults are filled in."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    model: str
+    gpu: str
+    mode: Literal["train", "inference"]
+    precision: Literal["fp32", "tf32", "amp", "fp16", "bf16"]
+    batch: int = Field(ge=1)
+    input_size: int | None = Field(default=None, ge=1)
+    seq_len: int | None = Field(default=None, ge=1)
+    data: Literal["synthetic-device", "loader"]
+    channels_last: bool = False
+    optimizer: Literal["sgd", "momentum", "adam", "none"] | None = None
+    samples_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    step_time_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> GpuStepRow:
+        if (self.samples_per_s is None) == (self.step_time_s is None):
+            raise ValueError("give exactly one of samples_per_s or step_time_s")
+        if (self.input_size is None) == (self.seq_len is None):
+            raise ValueError("give exactly one of input_size (images) or seq_len (tokens)")
+        if (self.mode == "train") != (self.optimizer is not None):
+            raise ValueError("training rows name their optimizer (sgd, momentum, adam, none); inference rows none")
+        return self
+
+    @property
+    def published_step_s(self) -> float:
+        return self.step_time_s if self.step_time_s is not None else self.batch / self.samples_per_s
+
+    def settings(self) -> str:
+        size = f"{self.input_size} px" if self.input_size else f"seq {self.seq_len}"
+        layout = ", NHWC" if self.channels_last else ""
+        update = f", {self.optimizer}" if self.optimizer else ""
+        return f"{self.model} {self.mode} {self.gpu} {self.precision} b{self.batch} {size}{layout}, {self.data}{update}"
+
+
+def _predict(row: GpuStepRow) -> tuple[float, Any, str, str]:
+    """(predicted step seconds, the StepPrediction, model family, GPU generation)."""
+    spec = get_model(row.model)
+    profile = find_profile(row.gpu, kind="gpu")
+    workload = build_workload(row.model, row.batch, input_size=row.input_size, seq_len=row.seq_len)
+    on_loader = row.data == "loader"
+    optimizer = row.optimizer if row.optimizer not in (None, "none") else "sgd"
+    opts = StepOptions(train=row.mode == "train", optimizer=optimizer, pinned=on_loader, include_transfer=on_loader,
+                       channels_last=row.channels_last, sync_points=SYNC_POINTS_PER_STEP)
+    pred = predict_step(workload, profile, get_precision(row.precision), opts)
+    step_s = pred.step_time_s - (pred.optimizer_s if row.optimizer == "none" else 0.0)
+    return step_s, pred, spec.family, profile.architecture.split()[0]
+
+
+def rows(dataset: dict[str, Any]) -> list[tuple[SourceBlock, GpuStepRow]]:
+    """(source block, row) for every row, validated."""
+    out = []
+    for block in source_blocks(dataset):
+        for raw in block.merged_rows():
+            try:
+                out.append((block, GpuStepRow.model_validate(raw)))
+            except ValidationError as exc:
+                raise DatasetError(f"{block.id} row {raw.get('id', '?')}: {first_error(exc)}") from None
+    return out
+
+
+def compare(dataset: dict[str, Any]) -> list[Comparison]:
+    comparisons = []
+    for block, row in rows(dataset):
+        try:
+            predicted, pred, family, generation = _predict(row)
+        except RooflineError as exc:
+            raise DatasetError(f"{block.id} row {row.id}: {exc}") from None
+        comparisons.append(Comparison(
+            row_id=row.id, source_id=block.id, holdout=block.holdout, published=row.published_step_s,
+            predicted=predicted, settings=row.settings(),
+            groups={"model": row.model, "gpu": row.gpu, "mode": row.mode, "precision": row.precision,
+                    "source": block.id, "family": family, "generation": generation},
+            extra={"memory_bytes": pred.memory.total, "capacity_bytes": pred.capacity_bytes, "fits": pred.fits,
+                   "published_samples_per_s": row.batch / row.published_step_s,
+                   "predicted_samples_per_s": row.batch / predicted}))
+    return comparisons
+
+
+EXTRA_COLUMNS = [
+    ("published /s", lambda c: f"{c.extra['published_samples_per_s']:.0f}"),
+    ("predicted /s", lambda c: f"{c.extra['predicted_samples_per_s']:.0f}"),
+    ("predicted memory", lambda c: f"{c.extra['memory_bytes'] / GIB:.1f} GiB"),
+    ("fits", lambda c: "yes" if c.extra["fits"] else "NO"),
+]
+
+
+PRECISION_CLASS = {"fp32": "fp32/tf32", "tf32": "fp32/tf32", "amp": "amp/fp16", "fp16": "amp/fp16", "bf16": "bf16"}
+"""Labels sources use for the same arithmetic: PyTorch runs fp32 convolutions on TF32 tensor cores on Ampere and
+later by default, and "fp16" training in these sources keeps fp32 master weights, as AMP does."""
+
+
+def extra_sections(dataset: dict[str, Any], comparisons: list[Comparison]) -> list[str]:
+    """Where the record disagrees with itself: the same model, GPU, mode and precision class measured by more
+    than one source, side by side, with the spread of their published throughput."""
+    by_key: dict[tuple[str, ...], list[Comparison]] = {}
+    for c in comparisons:
+        g = c.groups
+        by_key.setdefault((g["model"], g["gpu"], g["mode"], PRECISION_CLASS[g["precision"]]), []).append(c)
+    lines = ["", "## Where the record disagrees with itself", "",
+             "Same model, GPU, mode and precision class from more than one source (batch and layout may differ; "
+             "the settings say how).", "",
+             "| model | gpu | mode | precision | source: settings, published /s | spread (max / min) |",
+             "|---|---|---|---|---|---:|"]
+    for key, rows in sorted(by_key.items()):
+        if len({c.source_id for c in rows}) < 2:
+            continue
+        rates = [c.extra["published_samples_per_s"] for c in rows]
+        cells = "; ".join(f"{c.source_id}: {c.settings}, {c.extra['published_samples_per_s']:.0f}" for c in rows)
+        lines.append(f"| {' | '.join(key)} | {cells} | {max(rates) / min(rates):.2f}x |")
+    return lines
+
+
+def legend(dataset: dict[str, Any]) -> list[str]:
+    blocks = source_blocks(dataset)
+    held = [b for b in blocks if b.holdout]
+    lines = [
+        f"Dataset: benchmarks/published/gpu-steps.yaml, {sum(len(b.rows) for b in blocks)} rows from "
+        f"{len(blocks)} source blocks; held out: {', '.join(b.id for b in held)} "
+        f"({sum(len(b.rows) for b in held)} rows).",
+        f"Held-out rule (committed before any error was computed): {dataset.get('holdout_rule', 'not stated')}",
+        "Predicted: `predict_step` with the shipped profiles, no calibration; each row's stated settings; inputs "
+        "from a loader copied from pinned memory each step, synthetic inputs not copied; one synchronization "
+        "per step; optimizer `none` rows leave the predicted update out.",
+        "",
+        "Sources:",
+    ]
+    lines += [f"- `{b.id}`{' (held out)' if b.holdout else ''}: {b.citation or b.script} ({b.framework})"
+              for b in blocks]
+    return lines

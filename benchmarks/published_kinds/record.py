@@ -1,0 +1,103 @@
+"""What every published-record dataset shares: its source blocks and the comparison of one row.
+
+A dataset is `kind: <comparer>` and `sources:`, a list of blocks. A block is one place the figures were read
+(`kind: published`, with a `citation` precise enough to re-find them: URL or repo@commit:path and the table)
+or one run of this project on a lent machine (`kind: measured-here`, with the `script` that measured them and
+the `date`). `holdout: true` puts the whole block in the held-out part. `defaults` are row fields the block's
+rows share; a row's own fields override them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from roofline.errors import RooflineError
+
+
+class DatasetError(RooflineError):
+    """A published-record dataset that cannot be read: what is wrong and where."""
+
+
+class SourceBlock(BaseModel):
+    """One source of rows, validated strictly (a misspelt field is an error, not a silently ignored one)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    kind: Literal["published", "measured-here"]
+    holdout: bool
+    citation: str | None = None
+    script: str | None = None
+    """measured-here: the command that measured the rows, runnable from the repository root."""
+    date: dt.date | None = None
+    """measured-here: the UTC day of the run."""
+    framework: str
+    notes: str | None = None
+    defaults: dict[str, Any] = {}
+    rows: list[dict[str, Any]]
+
+    @model_validator(mode="after")
+    def _provenance(self) -> SourceBlock:
+        if self.kind == "published" and not self.citation:
+            raise ValueError("a published block needs `citation` (URL or repo@commit:path and the table)")
+        if self.kind == "measured-here" and not (self.script and self.date):
+            raise ValueError("a measured-here block needs `script` (the command) and `date`")
+        if not self.rows:
+            raise ValueError("a block needs at least one row")
+        return self
+
+    def merged_rows(self) -> list[dict[str, Any]]:
+        """Each row with the block's defaults filled in."""
+        return [{**self.defaults, **row} for row in self.rows]
+
+
+def first_error(exc: ValidationError) -> str:
+    """pydantic's first complaint as 'field: message' (or the message alone for a whole-object rule)."""
+    first = exc.errors()[0]
+    message = first["msg"].removeprefix("Value error, ")
+    where = ".".join(map(str, first["loc"]))
+    return f"{where}: {message}" if where else message
+
+
+def source_blocks(dataset: dict[str, Any]) -> list[SourceBlock]:
+    """The dataset's blocks, each validated; ids unique across blocks and rows."""
+    blocks = []
+    for i, raw in enumerate(dataset.get("sources") or []):
+        try:
+            blocks.append(SourceBlock.model_validate(raw))
+        except ValidationError as exc:
+            where = raw.get("id", f"#{i}") if isinstance(raw, dict) else f"#{i}"
+            raise DatasetError(f"source {where}: {first_error(exc)}") from None
+    if not blocks:
+        raise DatasetError("the dataset has no `sources:` blocks")
+    ids = [b.id for b in blocks] + [str(r.get("id")) for b in blocks for r in b.rows]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise DatasetError(f"ids used twice: {', '.join(duplicates)}")
+    return blocks
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One row of the record against its prediction."""
+
+    row_id: str
+    source_id: str
+    holdout: bool
+    published: float
+    """The source's figure of the comparer's time metric, seconds."""
+    predicted: float
+    groups: dict[str, str]
+    """Field -> value this row is summarised under (model, gpu, mode, precision, source, ...)."""
+    settings: str
+    """The row's settings in a few words, for the table."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Comparer-specific facts shown beside the error (predicted memory, whether the batch fits, ...)."""
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.published - 1.0

@@ -1,0 +1,43 @@
+"""The `roofline` command (entry point `roofline.cli:main`): parse arguments, call the library, render.
+
+Every command accepts `--json` and then prints exactly one JSON document on stdout. A user error
+(`RooflineError`) becomes one line on stderr and exit status 2; nothing is written to the user's files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from roofline.commands import COMMANDS
+from roofline.errors import RooflineError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="roofline",
+        description="How fast will this model run on that CPU or GPU, why, and what to change.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in COMMANDS:
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except RooflineError as exc:
+        print(f"roofline: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("roofline: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""The eager-PyTorch-on-CUDA runtime figures (measured on an H100 host) and the GPU step mechanisms they feed:
+kernel streaming shares, sustained GEMM rates, GradScaler's synchronization, the training loop's host time and
+the stream-ordered pageable copy."""
+
+from __future__ import annotations
+
+import pytest
+
+from roofline.hardware import find_profile
+from roofline.hardware.runtime import EAGER_CUDA, load_runtime
+from roofline.model.ceilings import ceilings_for, sustained_matrix_rate
+from roofline.model.step import StepOptions, predict_step
+from roofline.workload.precision import get_precision
+from roofline.workload.zoo import build_workload, list_models
+
+
+def _zoo_kernel_keys() -> set[str]:
+    keys = set()
+    for spec in list_models():
+        workload = build_workload(spec.name, 2)
+        for op in (*workload.ops, *workload.inference_ops()):
+            keys.add(op.kernel_key("forward"))
+            keys.add(op.kernel_key("backward_input"))
+    return keys
+
+
+def test_every_kernel_rate_names_a_kernel_the_ir_runs():
+    rates = load_runtime(EAGER_CUDA).kernel_rates.bytes_per_s
+    unknown = set(rates) - _zoo_kernel_keys()
+    assert not unknown, f"runtime profile names kernels no zoo op runs: {unknown}"
+
+
+def test_kernel_shares_are_below_the_copy_rate():
+    kr = load_runtime(EAGER_CUDA).kernel_rates
+    for element_bytes in (2, 4):
+        assert all(0 < share <= 1 for share in kr.shares(element_bytes).values())
+
+
+def test_same_dense_peak_shares_a_published_sustained_rate():
+    # H100 SXM5: fp16 and bf16 tensor cores have the same dense peak (989.4e12); only bf16 has a published
+    # sustained figure (794.5e12), so fp16 takes it
+    h100 = find_profile("h100", kind="gpu")
+    assert h100.tensor_cores["fp16"].sustained_flops_per_s is None
+    rate, provenance = sustained_matrix_rate(h100, "fp16")
+    assert rate == pytest.approx(794.5e12)
+    assert "same peak" in provenance
+
+
+def test_no_published_rate_takes_the_measured_library_share():
+    # RTX 3090 tf32: no sustained figure for any dtype, so datasheet x the share measured on the H100
+    gpu = find_profile("rtx-3090", kind="gpu")
+    share = load_runtime(EAGER_CUDA).gemm_sustained_share.by_dtype["tf32"]
+    rate, provenance = sustained_matrix_rate(gpu, "tf32")
+    assert rate == pytest.approx(gpu.tensor_cores["tf32"].dense_flops_per_s.value * share)
+    assert provenance == "datasheet x measured library share"
+
+
+def test_amp_training_synchronizes_once_through_grad_scaler():
+    gpu = find_profile("v100", kind="gpu")
+    c = ceilings_for(gpu, get_precision("amp"))
+    amp = predict_step(build_workload("resnet18", 8), gpu, get_precision("amp"), StepOptions(train=True))
+    fp32 = predict_step(build_workload("resnet18", 8), gpu, get_precision("fp32"), StepOptions(train=True))
+    assert amp.sync_s == pytest.approx(c.sync_s)
+    assert fp32.sync_s == 0.0
+
+
+def test_training_loop_host_time_grows_with_parameter_tensors():
+    # ResNet-50 has 161 parameter tensors (53 conv weights, 53 BatchNorm weight/bias pairs, fc weight and bias)
+    gpu = find_profile("v100", kind="gpu")
+    loop = load_runtime(EAGER_CUDA).training_loop_host_s
+    pred = predict_step(build_workload("resnet50", 8), gpu, get_precision("amp"), StepOptions(train=True))
+    opt = next(o for o in pred.ops if o.name == "optimizer")
+    around = next(o for o in pred.ops if o.kind == "loop")
+    assert opt.host_s == pytest.approx(loop.optimizer_step.fixed + 161 * loop.optimizer_step.per_param_tensor)
+    assert around.host_s == pytest.approx(loop.zero_grad.seconds(161) + loop.grad_scaler.seconds(161))
+
+
+def test_pageable_copy_is_not_overlapped():
+    gpu = find_profile("v100", kind="gpu")
+    pred = predict_step(build_workload("resnet50", 64), gpu, get_precision("fp16"), StepOptions())
+    assert pred.transfer_s > 0
+    assert pred.step_time_s == pytest.approx(max(pred.host_s, pred.device_s) + pred.transfer_s)
+
+
+def test_a_training_step_costs_the_host_more_per_call():
+    # the same forward op, priced in an inference step and in a training step: the host's call cost differs by
+    # the measured training factor (autograd's recording and backward engine), its device time not at all
+    gpu = find_profile("v100", kind="gpu")
+    factor = load_runtime(EAGER_CUDA).training_host_factor.value
+    wl = build_workload("resnet18", 8)
+    infer = predict_step(wl, gpu, get_precision("fp16"), StepOptions(include_transfer=False))
+    train = predict_step(wl, gpu, get_precision("fp16"), StepOptions(train=True, include_transfer=False))
+    first_infer = next(o for o in infer.ops if o.pass_ == "forward" and o.launches)
+    first_train = next(o for o in train.ops if o.pass_ == "forward" and o.name == first_infer.name)
+    assert first_train.host_s == pytest.approx(first_infer.host_s * factor)
+    assert first_train.device_s == pytest.approx(first_infer.device_s)

@@ -1,0 +1,127 @@
+"""The published-record benchmark (benchmarks/published.py): a couple of real rows run end to end (finite,
+positive, JSON complete), the dataset's provenance rules, and the summary statistics on hand-made errors.
+Accuracy thresholds live in the benchmark, not here."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmarks import published
+from benchmarks.published_kinds import gpu_steps
+from benchmarks.published_kinds.record import Comparison, DatasetError, source_blocks
+
+DATASET = Path(published.DATASET_DIR) / "gpu-steps.yaml"
+
+
+def _subset(row_ids: set[str]) -> dict:
+    """The shipped dataset cut down to the blocks and rows named, everything else as written."""
+    data = yaml.safe_load(DATASET.read_text())
+    blocks = []
+    for block in data["sources"]:
+        kept = [r for r in block["rows"] if r["id"] in row_ids]
+        if kept:
+            blocks.append({**block, "rows": kept})
+    return {**data, "sources": blocks}
+
+
+def test_two_real_rows_give_a_complete_json_document(tmp_path):
+    # one fitted CNN training row (DeepLearningExamples, V100, AMP) and one held-out BERT row (Lambda, A10)
+    data = _subset({"dle-v100-16gb-amp-b256", "lambda-fp16-a10-bert"})
+    path = tmp_path / "gpu-steps.yaml"
+    path.write_text(yaml.safe_dump(data))
+    doc = published.run(path, out_dir=tmp_path)
+    written = json.loads((tmp_path / f"{gpu_steps.RESULT_STEM}.json").read_text())
+    assert written == json.loads(json.dumps(doc))
+    assert (tmp_path / f"{gpu_steps.RESULT_STEM}.md").read_text().startswith("# ")
+    assert {"kind", "title", "metric", "rows", "summary", "groups", "targets", "dataset"} <= set(doc)
+    assert len(doc["rows"]) == 2
+    for row in doc["rows"]:
+        for key in ("published", "predicted", "error"):
+            assert math.isfinite(row[key])
+        assert row["published"] > 0 and row["predicted"] > 0
+        assert row["error"] == pytest.approx(row["predicted"] / row["published"] - 1)
+        assert set(gpu_steps.GROUP_KEYS) == set(row["groups"])
+        assert row["extra"]["memory_bytes"] > 0
+    # 1200 img/s at batch 256 (README table) is 256 / 1200 s per step
+    dle = next(r for r in doc["rows"] if r["row_id"] == "dle-v100-16gb-amp-b256")
+    assert dle["published"] == pytest.approx(256 / 1200)
+    assert {p: s["rows"] for p, s in doc["summary"].items()} == {"fitted": 1, "held_out": 1, "all": 2}
+    assert set(doc["groups"]) == set(published.PARTS)
+
+
+def test_step_time_rows_and_forward_backward_only_rows():
+    # cnn-benchmarks prints milliseconds per batch of 16; its "Total" rows time no parameter update
+    data = _subset({"cnnb-titanx-vgg16-fwdbwd"})
+    (c,) = gpu_steps.compare(data)
+    assert c.published == pytest.approx(0.19278)
+    with_update = gpu_steps.GpuStepRow.model_validate({**data["sources"][0]["defaults"],
+                                                       **data["sources"][0]["rows"][0], "optimizer": "sgd"})
+    step_with_update, *_ = gpu_steps._predict(with_update)
+    assert 0 < c.predicted < step_with_update
+
+
+def test_shipped_dataset_holds_out_whole_blocks_and_cites_every_source():
+    data = yaml.safe_load(DATASET.read_text())
+    assert data["kind"] == "gpu-steps" and data["holdout_rule"]
+    blocks = source_blocks(data)
+    rows = gpu_steps.rows(data)
+    assert len(rows) >= 60
+    held = sum(block.holdout for block, _ in rows)
+    assert 0.25 <= held / len(rows) <= 0.40  # about a third, by whole blocks (holdout is a block field only)
+    assert all(b.citation for b in blocks if b.kind == "published")
+    assert all("holdout" not in row for b in data["sources"] for row in b["rows"])
+
+
+def test_measured_here_blocks_need_their_script_and_date():
+    block = {"id": "h100-today", "kind": "measured-here", "holdout": False, "framework": "PyTorch",
+             "rows": [{"id": "r1"}]}
+    with pytest.raises(DatasetError, match="script"):
+        source_blocks({"sources": [block]})
+    ok = source_blocks({"sources": [{**block, "script": "python benchmarks/x.py", "date": "2026-11-24"}]})
+    assert ok[0].kind == "measured-here"
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ({"samples_per_s": 100, "step_time_s": 0.1}, "exactly one of samples_per_s"),
+    ({"mode": "train"}, "optimizer"),
+    ({"input_size": None, "seq_len": None}, "input_size"),
+    ({"precision": "fp12"}, "precision"),
+])
+def test_bad_rows_name_the_row_and_the_problem(row, message):
+    base = {"id": "x", "model": "resnet50", "gpu": "v100", "mode": "inference", "precision": "fp32", "batch": 8,
+            "input_size": 224, "data": "loader", "samples_per_s": 100}
+    data = {"kind": "gpu-steps", "sources": [{"id": "s", "kind": "published", "holdout": False, "citation": "c",
+                                               "framework": "f", "rows": [{**base, **row}]}]}
+    with pytest.raises(DatasetError, match=message) as info:
+        gpu_steps.rows(data)
+    assert "s row x" in str(info.value)
+
+
+def test_unknown_kind_is_a_dataset_error(tmp_path):
+    path = tmp_path / "x.yaml"
+    path.write_text("kind: no-such-record\nsources: []\n")
+    with pytest.raises(DatasetError, match="no comparer"):
+        published.run(path, out_dir=tmp_path)
+
+
+def _c(row_id: str, error: float, holdout: bool = False, model: str = "m") -> Comparison:
+    return Comparison(row_id=row_id, source_id="s", holdout=holdout, published=1.0, predicted=1.0 + error,
+                      groups={"model": model}, settings="")
+
+
+def test_summary_statistics_on_hand_made_errors():
+    rows = [_c("a", -0.30), _c("b", 0.10), _c("c", -0.05), _c("d", 0.50, holdout=True)]
+    s = published.summarize(rows)
+    # |errors| 0.30 0.10 0.05 0.50 -> median (0.10 + 0.30) / 2 = 0.20; signed -0.30 -0.05 0.10 0.50 -> 0.025
+    assert (s.rows, s.median_abs, s.worst_row, s.too_fast) == (4, pytest.approx(0.20), "d", 2)
+    assert s.worst_abs == pytest.approx(0.50) and s.signed_median == pytest.approx(0.025)
+    parts = published.split(rows)
+    assert [len(parts[p]) for p in published.PARTS] == [3, 1, 4]
+    # held-out median 0.50 against fitted median 0.10: 5x, over the 1.3x target
+    ratio = next(t for t in published.check_targets(parts, []) if t["unit"] == "ratio")
+    assert ratio["value"] == pytest.approx(5.0) and not ratio["met"]
