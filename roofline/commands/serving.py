@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from roofline.commands.common import print_json, selected_profile
+from roofline.commands.common import print_json
 
 
 def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
@@ -35,63 +35,14 @@ def _lengths(args: argparse.Namespace) -> tuple[int, int]:
     return prompt, output
 
 
-def phase_layers(cost: Any) -> list[dict[str, Any]]:
-    """One row per distinct op of the phase, with how often it runs; times are totals over its repeats."""
-    return [{"name": o.name, "op": o.kind, "count": n, "flops": o.flops * n, "bytes": o.bytes * n,
-             "time_s": o.time_s * n, "compute_s": o.compute_s * n, "memory_s": o.memory_s * n,
-             "host_s": o.host_s * n, "bound": o.bound, "path": o.path,
-             "arithmetic_intensity": o.flops / o.bytes if o.bytes else None, "notes": list(o.notes)}
-            for o, n in cost.costs]
-
-
-def prediction_dict(p: Any) -> dict[str, Any]:
-    m = p.memory
-    return {
-        "model": p.model, "device": p.device, "batch_size": p.batch, "prompt_len": p.prompt_len,
-        "output_len": p.output_len, "precision": p.precision.name, "kv_precision": p.precision.kv_name,
-        "group_size": p.precision.group_size if p.precision.name == "int4" else None, "runtime": p.runtime,
-        "ttft_s": p.ttft_s, "tpot_s": p.tpot_s, "tokens_per_s": p.tokens_per_s,
-        "decode_tokens_per_s": p.decode_tokens_per_s, "request_s": p.request_s,
-        "step_time_s": p.request_s, "samples_per_s": p.batch / p.request_s,
-        "memory_bytes": m.total, "capacity_bytes": p.capacity_bytes, "fits": p.fits,
-        "memory": {"weights": m.weights, "kv_cache": m.kv_cache, "activations": m.activations,
-                   "workspace": m.workspace, "total": m.total},
-        "phases": {
-            "prefill": {"time_s": p.prefill.time_s, "tokens_per_sequence": p.prompt_len, "context": p.prompt_len,
-                        "flops": p.prefill.flops, "bytes": p.prefill.bytes, "layers": phase_layers(p.prefill)},
-            "decode": {"time_s": p.decode.time_s, "tokens_per_sequence": 1, "context": p.decode.phase.context,
-                       "flops": p.decode.flops, "bytes": p.decode.bytes, "layers": phase_layers(p.decode)},
-        },
-        "layers": phase_layers(p.decode),
-    }
-
-
-def _precision(args: argparse.Namespace, profile: Any, name: str | None) -> Any:
-    from roofline.model.ceilings import compute_dtype_for
-    from roofline.model.llm_precision import serving_precision
-    from roofline.workload.precision import get_precision
-
-    activation = next((n for n in ("bf16", "fp16") if compute_dtype_for(get_precision(n), profile)), "fp32")
-    return serving_precision(name or activation, args.kv_precision, args.group_size, activation)
-
-
 def run_predict(args: argparse.Namespace) -> int:
-    from roofline.model.llm_step import predict_serving, require_fit
-    from roofline.workload.llm.builtins import get_config
-    from roofline.workload.request import parse_batches
+    from roofline import api
 
-    cfg = get_config(args.model)
-    profile = selected_profile(args)
     prompt, output = _lengths(args)
-    prec = _precision(args, profile, args.precision)
-    preds = [predict_serving(cfg, profile, prec, b, prompt, output, args.runtime or "eager")
-             for b in parse_batches(args.batch)]
-    if not args.allow_oversize:
-        for p in preds:
-            require_fit(p)
-    out = prediction_dict(preds[0])
-    out["batches"] = [{"batch_size": p.batch, "ttft_s": p.ttft_s, "tpot_s": p.tpot_s,
-                       "tokens_per_s": p.tokens_per_s, "memory_bytes": p.memory.total} for p in preds]
+    out = api.predict_serving(args.model, hw=args.hw, gpu=args.gpu, cpu=args.cpu, batch=args.batch,
+                              prompt_len=prompt, output_len=output, precision=args.precision,
+                              kv_precision=args.kv_precision, group_size=args.group_size,
+                              runtime=args.runtime or "eager", allow_oversize=args.allow_oversize)
     if args.json:
         print_json(out)
         return 0
@@ -101,52 +52,14 @@ def run_predict(args: argparse.Namespace) -> int:
     return 0
 
 
-def advice_dict(a: Any) -> dict[str, Any]:
-    r = a.recommended
-    rows = [{"batch_size": p.batch, "precision": p.precision.name, "kv_precision": p.precision.kv_name,
-             "ttft_s": p.ttft_s, "tpot_s": p.tpot_s, "tokens_per_s": p.tokens_per_s,
-             "decode_tokens_per_s": p.decode_tokens_per_s, "step_time_s": p.request_s,
-             "samples_per_s": p.batch / p.request_s, "memory_bytes": p.memory.total, "meets_targets": meets}
-            for p, meets in a.sweep]
-    return {
-        "model": a.model, "device": a.device, "prompt_len": a.prompt_len, "output_len": a.output_len,
-        "runtime": a.runtime, "serve": True,
-        "recommended": {"batch_size": r.batch if r else None, "precision": r.precision.name if r else None,
-                        "kv_precision": r.precision.kv_name if r else None,
-                        "ttft_s": r.ttft_s if r else None, "tpot_s": r.tpot_s if r else None,
-                        "tokens_per_s": r.tokens_per_s if r else None,
-                        "memory_bytes": r.memory.total if r else None},
-        "max_batch_size": max(a.max_batch_by_precision.values()),
-        "max_batch_size_by_precision": a.max_batch_by_precision,
-        "sweep": rows, "reasons": a.reasons, "reason_numbers": a.numbers,
-    }
-
-
 def run_advise(args: argparse.Namespace) -> int:
-    from roofline.advise.serving import advise_serving
-    from roofline.errors import RooflineError
-    from roofline.workload.llm.builtins import get_config
+    from roofline import api
 
-    cfg = get_config(args.model)
-    profile = selected_profile(args)
     prompt, output = _lengths(args)
-    for flag in ("tpot_ms", "ttft_ms"):
-        value = getattr(args, flag)
-        if value is not None and not value > 0:
-            raise RooflineError(f"--{flag.replace('_', '-')} must be a positive number of milliseconds, got {value}")
-    target = None
-    if args.plot:
-        from roofline.report.plots import plot_path
-
-        target = plot_path(args.plot, cfg.name, profile.name)
-    advice = advise_serving(cfg, profile, prompt, output, args.runtime or "eager", args.precision,
-                            args.kv_precision, args.group_size,
-                            args.tpot_ms / 1e3 if args.tpot_ms else None, args.ttft_ms / 1e3 if args.ttft_ms else None)
-    out = advice_dict(advice)
-    if target is not None:
-        from roofline.report.serving_plot import write_serving_plots
-
-        out["plot"] = write_serving_plots(advice, target)
+    out = api.advise_serving(args.model, hw=args.hw, gpu=args.gpu, cpu=args.cpu, prompt_len=prompt,
+                             output_len=output, precision=args.precision, kv_precision=args.kv_precision,
+                             group_size=args.group_size, runtime=args.runtime or "eager", tpot_ms=args.tpot_ms,
+                             ttft_ms=args.ttft_ms, plot=args.plot)
     if args.json:
         print_json(out)
         return 0
