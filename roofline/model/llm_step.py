@@ -176,13 +176,13 @@ def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: 
     if prompt < 1 or output < 1 or batch < 1:
         raise RooflineError(f"--prompt-len ({prompt}), --output-len ({output}) and --batch ({batch}) must be "
                             "positive integers")
+    if prompt + output > cfg.max_positions:
+        raise ConfigError(f"{cfg.name}: {prompt} prompt + {output} output tokens exceed the model's maximum "
+                          f"context of {cfg.max_positions} (max_position_embeddings)")
     c = ceilings_for(profile, prec.compute)
     ratio = prec.kv_bytes / prec.compute.storage_bytes
     pre = prefill(cfg, batch, prompt, ratio)
     dec = decode(cfg, batch, prompt + output // 2 + 1, ratio)
-    if prompt + output > cfg.max_positions:
-        raise ConfigError(f"{cfg.name}: {prompt} prompt + {output} output tokens exceed the model's maximum "
-                          f"context of {cfg.max_positions} (max_position_embeddings)")
     memory = serving_memory(cfg, prec, batch, prompt, output, c.is_gpu, pre)
     reuse = memory.weights + memory.kv_cache
     return ServingPrediction(cfg.name, profile.name, batch, prompt, output, prec, runtime,
