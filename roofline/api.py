@@ -564,3 +564,68 @@ def _kept_heap_runs(req: ModelRequest, argv: list[str], runs: list[dict[str, Any
              for k in kept["runs"]]
     return {"environment": dict(KEEP_HEAP_ENV), "runs": kept["runs"],
             "median_abs_error_pct": kept["median_abs_error_pct"], "gains": gains}
+
+
+def _serving_precision(profile: Profile, precision: str | None, kv_precision: str | None, group_size: int) -> Any:
+    """The requested weight precision (default: bf16 where the device has it, else fp16, else fp32)."""
+    from roofline.model.ceilings import compute_dtype_for
+    from roofline.model.llm_precision import serving_precision
+    from roofline.workload.precision import get_precision
+
+    activation = next((n for n in ("bf16", "fp16") if compute_dtype_for(get_precision(n), profile)), "fp32")
+    return serving_precision(precision or activation, kv_precision, group_size, activation)
+
+
+def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None, cpu: str | None = None,
+                    batch: int | Sequence[int] | str = 1, prompt_len: int = 512, output_len: int = 128,
+                    precision: str | None = None, kv_precision: str | None = None, group_size: int = 128,
+                    runtime: str = "eager", allow_oversize: bool = False) -> dict[str, Any]:
+    """A language model served on a device: time to first token, time per output token, tokens/s, memory and
+    both phases per op (the `predict --model LLM --prompt-len P --output-len O` document)."""
+    from roofline.model.llm_step import predict_serving as predict_request
+    from roofline.model.llm_step import require_fit
+    from roofline.report.serving_doc import prediction_dict
+    from roofline.workload.llm.builtins import get_config
+
+    cfg = get_config(model)
+    profile = select_profile(hw, gpu, cpu)
+    prec = _serving_precision(profile, precision, kv_precision, group_size)
+    preds = [predict_request(cfg, profile, prec, b, prompt_len, output_len, runtime) for b in _batches(batch)]
+    if not allow_oversize:
+        for p in preds:
+            require_fit(p)
+    out = prediction_dict(preds[0])
+    out["batches"] = [{"batch_size": p.batch, "ttft_s": p.ttft_s, "tpot_s": p.tpot_s,
+                       "tokens_per_s": p.tokens_per_s, "memory_bytes": p.memory.total} for p in preds]
+    return out
+
+
+def advise_serving(model: str, *, hw: str | None = None, gpu: str | None = None, cpu: str | None = None,
+                   prompt_len: int = 512, output_len: int = 128, precision: str = "auto",
+                   kv_precision: str | None = None, group_size: int = 128, runtime: str = "eager",
+                   tpot_ms: float | None = None, ttft_ms: float | None = None,
+                   plot: str | Path | None = None) -> dict[str, Any]:
+    """Concurrent sequences, weight precision and KV precision for the most tokens/s within the latency
+    targets and memory, with reasons in numbers (the `advise --serve` document)."""
+    from roofline.advise.serving import advise_serving as advise_request
+    from roofline.report.serving_doc import advice_dict
+    from roofline.workload.llm.builtins import get_config
+
+    for flag, value in (("tpot-ms", tpot_ms), ("ttft-ms", ttft_ms)):
+        if value is not None and not value > 0:
+            raise RooflineError(f"--{flag} must be a positive number of milliseconds, got {value}")
+    cfg = get_config(model)
+    profile = select_profile(hw, gpu, cpu)
+    target = None
+    if plot:
+        from roofline.report.plots import plot_path
+
+        target = plot_path(str(plot), cfg.name, profile.name)
+    advice = advise_request(cfg, profile, prompt_len, output_len, runtime, precision or "auto", kv_precision,
+                            group_size, tpot_ms / 1e3 if tpot_ms else None, ttft_ms / 1e3 if ttft_ms else None)
+    out = advice_dict(advice)
+    if target is not None:
+        from roofline.report.serving_plot import write_serving_plots
+
+        out["plot"] = write_serving_plots(advice, target)
+    return out

@@ -2,4 +2,5 @@
 in the profile's numbers), `explain` (compute vs memory of a device), `analyze` (a workload's totals).
 
 May import: model, workload, hardware, errors, units. Never measure, validate, lessons, report, commands.
+`serving` answers `advise --serve` for language models (concurrency, precision, KV precision).
 """

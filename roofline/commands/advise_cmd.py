@@ -7,6 +7,8 @@ from typing import Any
 
 from roofline.commands.common import add_hw_args, add_json_flag, print_json
 from roofline.commands.model_args import add_model_args, model_request
+from roofline.commands.serving import add_serving_args
+from roofline.workload.llm.builtins import serving_requested
 
 
 def add_parser(subparsers: Any) -> None:
@@ -34,6 +36,7 @@ def add_parser(subparsers: Any) -> None:
     g.add_argument("--node", metavar="NAME", help="node profile (default: the one holding --gpu)")
     g.add_argument("--min-efficiency", type=float, default=0.9, metavar="E",
                    help="scaling efficiency a GPU count must keep to be recommended (default 0.9)")
+    add_serving_args(p, advise=True)
     add_json_flag(p)
     p.set_defaults(handler=run)
 
@@ -96,6 +99,10 @@ def data_parallel_advice(args: argparse.Namespace, batch: int, precision_name: s
 def run(args: argparse.Namespace) -> int:
     from roofline import api
 
+    if serving_requested(args.model, args.prompt_len, args.output_len, getattr(args, "serve", False)):
+        from roofline.commands.serving import run_advise
+
+        return run_advise(args)
     advice = api.advise(model_request(args), hw=args.hw, gpu=args.gpu, cpu=args.cpu, train=args.train,
                         precision=args.precision, optimizer=args.optimizer, pinned=args.pinned, sync=args.sync,
                         channels_last=args.channels_last, reserve_bytes=args.reserve_bytes, plot=args.plot,

@@ -8,6 +8,7 @@ from typing import Any
 
 from roofline.commands.common import add_json_flag, print_json
 from roofline.commands.model_args import add_model_args, model_request
+from roofline.workload.llm.builtins import serving_requested
 
 
 def add_parser(subparsers: Any) -> None:
@@ -16,13 +17,17 @@ def add_parser(subparsers: Any) -> None:
                                           "crosses that device's ridge point.")
     add_model_args(p, allow_op=True)
     p.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
-    p.add_argument("--precision", default="fp32", metavar="P", help="element size for bytes (default fp32)")
+    p.add_argument("--precision", metavar="P",
+                   help="element size for bytes (default fp32; language models: bf16, or int8/int4/fp8 weights)")
     p.add_argument("--train", action="store_true", help="count forward + both backward passes")
     hw = p.add_mutually_exclusive_group()
     hw.add_argument("--hw", metavar="NAME|PATH", help="device whose ridge point each layer is compared with")
     hw.add_argument("--gpu", metavar="NAME", help="a GPU profile")
     hw.add_argument("--cpu", metavar="NAME", help="a CPU profile")
     p.add_argument("--symbolic", action="store_true", help="print FLOPs(B) and bytes(B) as formulas (sympy)")
+    p.add_argument("--prompt-len", type=int, metavar="P", help="language models: prompt tokens (default 512)")
+    p.add_argument("--output-len", type=int, metavar="O",
+                   help="language models: generated tokens; decode is analysed at context P + O (default 128)")
     add_json_flag(p)
     p.set_defaults(handler=run)
 
@@ -30,7 +35,11 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from roofline import api
 
-    result = api.analyze(model_request(args), op=args.op, batch=args.batch, precision=args.precision,
+    if serving_requested(args.model, args.prompt_len, args.output_len, getattr(args, "serve", False)):
+        from roofline.commands.serving import run_analyze
+
+        return run_analyze(args)
+    result = api.analyze(model_request(args), op=args.op, batch=args.batch, precision=args.precision or "fp32",
                          train=args.train, hw=args.hw, gpu=args.gpu, cpu=args.cpu, symbolic=args.symbolic)
     if args.json:
         print_json(result.to_dict())

@@ -39,8 +39,9 @@ def model_request(args: argparse.Namespace) -> ModelRequest:
 
 
 def add_step_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--precision", default="fp32", metavar="P",
-                        help="fp32|tf32|fp16|bf16|fp8|int8|amp (default fp32)")
+    parser.add_argument("--precision", metavar="P",
+                        help="fp32|tf32|fp16|bf16|fp8|int8|amp (default fp32); language models: "
+                             "bf16|fp16|fp8|int8|int4|fp32 (default bf16)")
     parser.add_argument("--train", action="store_true", help="forward + backward + optimizer update")
     parser.add_argument("--optimizer", default="sgd", choices=["sgd", "momentum", "adam"],
                         help="optimizer for --train (default sgd)")

@@ -7,8 +7,10 @@ from typing import Any
 
 from roofline.commands.common import add_hw_args, add_json_flag, print_json, selected_profile
 from roofline.commands.model_args import add_model_args, add_step_args, model_request
+from roofline.commands.serving import add_serving_args
 from roofline.errors import DoesNotFit, RooflineError
 from roofline.model.step import StepOptions
+from roofline.workload.llm.builtins import serving_requested
 
 
 def add_parser(subparsers: Any) -> None:
@@ -18,6 +20,7 @@ def add_parser(subparsers: Any) -> None:
     add_hw_args(p)
     p.add_argument("--batch", default="1", help="N, a list 1,8,32, or a range 1:1024 (default 1)")
     add_step_args(p)
+    add_serving_args(p)
     p.add_argument("--allow-oversize", action="store_true",
                    help="predict time even when the batch does not fit the device memory")
     p.add_argument("--html", metavar="FILE.html", help="also write the HTML report (as `roofline report`)")
@@ -48,10 +51,15 @@ def add_parallel_args(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from roofline import api
 
+    if serving_requested(args.model, args.prompt_len, args.output_len, getattr(args, "serve", False)):
+        from roofline.commands.serving import run_predict
+
+        return run_predict(args)
     if args.gpus is not None:
         return run_data_parallel(args)
     result = api.predict(model_request(args), hw=args.hw, gpu=args.gpu, cpu=args.cpu, batch=args.batch,
-                         precision=args.precision, train=args.train, optimizer=args.optimizer, pinned=args.pinned,
+                         precision=args.precision or "fp32", train=args.train, optimizer=args.optimizer,
+                         pinned=args.pinned,
                          sync=args.sync, channels_last=args.channels_last, reserve_bytes=args.reserve_bytes,
                          allow_oversize=args.allow_oversize, html=args.html, force=args.force)
     if args.json:
@@ -90,7 +98,7 @@ def run_data_parallel(args: argparse.Namespace) -> int:
     from roofline.workload.request import parse_batches, workload_builder
 
     profile = selected_profile(args)
-    precision = get_precision(args.precision)
+    precision = get_precision(args.precision or "fp32")
     if not args.train:
         raise RooflineError("--gpus prices data-parallel training; add --train")
     if args.op:

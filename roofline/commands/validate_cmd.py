@@ -40,6 +40,10 @@ def add_parser(subparsers: Any) -> None:
                         "against one rank, compared with the predicted step, communication and scaling; --batch "
                         "is per rank")
     p.add_argument("--steps", type=int, default=10, metavar="N", help="timed steps per --ranks run (default 10)")
+    p.add_argument("--serve", action="store_true",
+                   help="language models: time transformers' generate (prefill, per-token decode) instead")
+    p.add_argument("--prompt-len", type=int, metavar="P", help="with --serve: prompt tokens (default 512)")
+    p.add_argument("--output-len", type=int, metavar="O", help="with --serve: generated tokens (default 128)")
     add_json_flag(p)
     p.set_defaults(handler=run)
 
@@ -71,6 +75,10 @@ def run_ranks(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.serve:
+        from roofline.commands.serving import run_validate
+
+        return run_validate(args)
     from rich.console import Console
 
     from roofline import api

@@ -5,4 +5,5 @@ All timing goes through `roofline.measure.timing` (warm-up, inner-loop growth, r
 small, raw samples kept, synchronize before reading a clock). torch and numpy are imported inside the
 functions that need them. May import: model (to fit the curves it measures), workload, hardware, errors,
 units. Never advise, validate, lessons, report, commands.
+`llm_live` times a language model with transformers' generate (prefill, per-token decode).
 """

@@ -7,4 +7,5 @@ queue), `memory` (what a step holds), `cpu_runtime/` (the CPU runtime beneath th
 PyTorch picks, the C heap; it never imports costmodel or step), `comm/` (collectives, data and tensor
 parallelism over node and link profiles).
 May import: workload, hardware, errors, units. Never measure, advise, report, commands.
+`llm_precision`, `llm_runtime` and `llm_step` cost a served language model's prefill and decode.
 """

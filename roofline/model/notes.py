@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 NoteKind = Literal["alignment", "quantization", "fallback convolution", "measured rate", "measured convolution",
-                   "depthwise", "layout transpose", "kernel rate", "layout conversion", "first touch",
+                   "depthwise", "layout transpose", "kernel rate", "layout conversion", "first touch", "dequantization",
                    "training loop"]
 
 

@@ -3,4 +3,5 @@
 Holds the op IR (`ops/`), the zoo's builders (`zoo/`), the torch tracer and its op map (`trace`,
 `trace_map`), `--op` specs (`opspec`), precisions (`precision`) and the `--model`/`--op` request that picks
 one of them (`request`). May import: errors, units. Never hardware, model or anything above.
+`llm/` holds decoder-only language models: configs and their prefill and decode phases.
 """

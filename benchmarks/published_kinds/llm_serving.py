@@ -1,0 +1,88 @@
+"""Comparer for `kind: llm-serving` (benchmarks/published/llm-serving.yaml): language models served on one GPU.
+
+Each row states its figure as a rate or a latency (`metric`); the comparison is on the time it implies, in
+seconds, as every comparer's: time per output token (decode_tokens_per_s), the whole request
+(tokens_per_s, output tokens over the request), time to first token (prefill_tokens_per_s, ttft_s).
+Predictions are `roofline.model.llm_step.predict_serving` with the shipped profiles, the row's model, precision
+(weight-only int8/int4 computing in bf16; fp8 with its KV cache where the row says), batch, prompt and output
+lengths and runtime; whether the batch fits is shown, not enforced (TensorRT-LLM pages its KV cache).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.published_kinds.record import Comparison, DatasetError, source_blocks
+from roofline.errors import RooflineError
+from roofline.hardware import find_profile
+from roofline.model.llm_precision import serving_precision
+from roofline.model.llm_step import ServingPrediction, predict_serving
+from roofline.workload.llm.builtins import get_config
+
+RESULT_STEM = "published-llm-serving"
+TITLE = "LLM serving on one GPU: predicted vs published"
+METRIC = "time per output token, per request or to the first token"
+GROUP_KEYS = ("model", "gpu", "precision", "metric", "source")
+TARGET_GROUPS = ("metric",)
+METRICS = ("decode_tokens_per_s", "tokens_per_s", "prefill_tokens_per_s", "ttft_s")
+
+
+def published_time_s(row: dict[str, Any]) -> float:
+    """The time the row's figure implies: batch / rate for a token rate per step, B x O / rate for a request."""
+    metric, value, batch = row["metric"], float(row["value"]), row["batch"]
+    if metric == "decode_tokens_per_s":
+        return batch / value
+    if metric == "tokens_per_s":
+        return batch * row["output"] / value
+    if metric == "prefill_tokens_per_s":
+        return batch * row["prompt"] / value
+    return value
+
+
+def predicted_time_s(row: dict[str, Any], p: ServingPrediction) -> float:
+    return {"decode_tokens_per_s": p.tpot_s, "tokens_per_s": p.request_s, "prefill_tokens_per_s": p.ttft_s,
+            "ttft_s": p.ttft_s}[row["metric"]]
+
+
+def _predict(row: dict[str, Any]) -> ServingPrediction:
+    if row.get("metric") not in METRICS:
+        raise DatasetError(f"metric {row.get('metric')!r}: expected one of {', '.join(METRICS)}")
+    activation = "fp16" if row["precision"] == "fp16" else "bf16"
+    prec = serving_precision(row["precision"], row.get("kv"), row.get("group_size", 128), activation)
+    return predict_serving(get_config(row["model"]), find_profile(row["gpu"]), prec, row["batch"], row["prompt"],
+                           row["output"], row["runtime"])
+
+
+def compare(dataset: dict[str, Any]) -> list[Comparison]:
+    out = []
+    for block in source_blocks(dataset):
+        for row in block.merged_rows():
+            try:
+                p = _predict(row)
+            except (RooflineError, KeyError) as exc:
+                raise DatasetError(f"{block.id} row {row.get('id', '?')}: {exc}") from None
+            settings = (f"{row['precision']}{'/' + row['kv'] if row.get('kv') else ''} B={row['batch']} "
+                        f"P={row['prompt']} O={row['output']} {row['runtime']}")
+            out.append(Comparison(
+                row_id=str(row["id"]), source_id=block.id, holdout=block.holdout, published=published_time_s(row),
+                predicted=predicted_time_s(row, p), settings=settings,
+                groups={"model": row["model"], "gpu": row["gpu"], "precision": row["precision"],
+                        "metric": row["metric"], "source": block.id},
+                extra={"figure": f"{row['value']:g} {row['metric']}", "fits": p.fits}))
+    return out
+
+
+EXTRA_COLUMNS = [
+    ("published figure", lambda c: c.extra["figure"]),
+    ("fits", lambda c: "yes" if c.extra["fits"] else "no"),
+]
+
+
+def legend(dataset: dict[str, Any]) -> list[str]:
+    blocks = source_blocks(dataset)
+    held = [b for b in blocks if b.holdout]
+    lines = [f"Dataset: benchmarks/published/llm-serving.yaml, {sum(len(b.rows) for b in blocks)} rows from "
+             f"{len(blocks)} source blocks; held out: {', '.join(b.id for b in held)} "
+             f"({sum(len(b.rows) for b in held)} rows).",
+             f"Held-out rule: {dataset.get('holdout_rule', 'not stated')}", "", "Sources:"]
+    return lines + [f"- `{b.id}`{' (held out)' if b.holdout else ''}: {b.citation} ({b.framework})" for b in blocks]

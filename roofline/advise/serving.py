@@ -1,0 +1,131 @@
+"""Serving advice for a language model: how many sequences to run at once and in which precision, for the
+most output tokens/s within the latency targets and the device's memory, with the reasons in numbers.
+
+Memory is affine in the batch (the KV cache and activations grow with it, weights and workspace do not), so
+the largest batch that fits is solved from two evaluations; the sweep predicts powers of two up to it and the
+largest itself, for each weight precision and KV cache precision the device runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from roofline.errors import DoesNotFit
+from roofline.model.ceilings import compute_dtype_for
+from roofline.model.llm_precision import ServingPrecision, serving_precision
+from roofline.model.llm_step import ServingPrediction, predict_serving, serving_memory
+from roofline.workload.llm.config import DecoderConfig
+from roofline.workload.llm.phases import kv_cache_bytes_per_token, prefill
+from roofline.workload.precision import get_precision
+
+
+@dataclass(frozen=True)
+class ServingAdvice:
+    model: str
+    device: str
+    prompt_len: int
+    output_len: int
+    runtime: str
+    recommended: ServingPrediction | None
+    max_batch_by_precision: dict[str, int]
+    sweep: list[tuple[ServingPrediction, bool]]
+    """Each prediction and whether it meets the latency targets."""
+    reasons: list[str]
+    numbers: dict[str, float | int | None]
+
+
+def candidate_precisions(profile, requested: str, kv: str | None, group_size: int) -> list[ServingPrecision]:
+    """16-bit weights (bf16 where the device has it), fp8 where it has fp8 units, weight-only int8 and int4;
+    each with a 16-bit KV cache, and an fp8 one where the device has fp8."""
+    def runs(name: str) -> bool:
+        return compute_dtype_for(get_precision(name), profile) is not None
+
+    activation = next((n for n in ("bf16", "fp16") if runs(n)), "fp32")
+    names = [activation, *(["fp8"] if runs("fp8") else []), "int8", "int4"]
+    if requested != "auto":
+        names = [requested]
+    kvs = [kv] if kv else ["fp16", *(["fp8"] if runs("fp8") else [])] if activation != "fp32" else ["fp32"]
+    return [serving_precision(n, k, group_size, activation) for n in names for k in kvs]
+
+
+def max_batch(cfg: DecoderConfig, prec: ServingPrecision, prompt: int, output: int, capacity: float,
+              is_gpu: bool) -> int:
+    """Largest batch whose weights, KV cache, activations and workspace fit (affine in the batch)."""
+    def total(b: int) -> float:
+        ratio = prec.kv_bytes / prec.compute.storage_bytes
+        return serving_memory(cfg, prec, b, prompt, output, is_gpu, prefill(cfg, b, prompt, ratio)).total
+    one, two = total(1), total(2)
+    if one > capacity:
+        return 0
+    slope = two - one
+    return int((capacity - one) // slope) + 1 if slope > 0 else 1 << 20
+
+
+def _batches(limit: int) -> list[int]:
+    if limit < 1:
+        return []
+    return sorted({*(1 << i for i in range(int(math.log2(limit)) + 1)), limit})
+
+
+def advise_serving(cfg: DecoderConfig, profile, prompt: int, output: int, runtime: str = "eager",
+                   precision: str = "auto", kv: str | None = None, group_size: int = 128,
+                   tpot_s: float | None = None, ttft_s: float | None = None) -> ServingAdvice:
+    capacity = profile.memory.capacity_bytes.value
+    is_gpu = profile.kind == "gpu"
+    sweep: list[tuple[ServingPrediction, bool]] = []
+    limits: dict[str, int] = {}
+    for prec in candidate_precisions(profile, precision, kv, group_size):
+        limit = max_batch(cfg, prec, prompt, output, capacity, is_gpu)
+        limits[f"{prec.name}/{prec.kv_name}"] = limit
+        for b in _batches(limit):
+            p = predict_serving(cfg, profile, prec, b, prompt, output, runtime)
+            meets = (tpot_s is None or p.tpot_s <= tpot_s) and (ttft_s is None or p.ttft_s <= ttft_s)
+            sweep.append((p, meets))
+    if not sweep:
+        raise DoesNotFit(f"{cfg.name} does not fit on {profile.name} at batch 1 with {prompt + output}-token "
+                         f"sequences in any precision ({capacity / 2**30:.1f} GiB); try a larger device")
+    ok = [p for p, meets in sweep if meets]
+    best = max(ok, key=lambda p: (p.tokens_per_s, -p.batch)) if ok else None
+    reasons, numbers = _reasons(cfg, best or sweep[0][0], limits, tpot_s, ttft_s, ok)
+    return ServingAdvice(cfg.name, profile.name, prompt, output, runtime, best, limits, sweep, reasons, numbers)
+
+
+def _reasons(cfg: DecoderConfig, p: ServingPrediction, limits: dict[str, int], tpot_s: float | None,
+             ttft_s: float | None, ok: list[ServingPrediction]) -> tuple[list[str], dict[str, float | int | None]]:
+    c = p.ceilings
+    bw = c.dram.bandwidth_bytes_per_s
+    peak = c.matrix_flops_per_s or c.vector_flops_per_s
+    weights = p.memory.weights
+    context = p.decode.phase.context
+    kv_seq = context * kv_cache_bytes_per_token(cfg, p.precision.kv_bytes)
+    flops_seq = p.decode.flops / p.batch
+    # decode step time at batch B: compute B x F / peak against memory (W + B x KV) / bw; compute wins when
+    # B (F / peak - KV / bw) > W / bw
+    margin = flops_seq / peak - kv_seq / bw
+    compute_batch = math.ceil(weights / bw / margin) if margin > 0 else None
+    kv_batch = math.ceil(weights / kv_seq)
+    key = f"{p.precision.name}/{p.precision.kv_name}"
+    numbers: dict[str, float | int | None] = {
+        "weight_bytes": weights, "weight_bytes_per_token": weights / p.batch, "kv_bytes_per_sequence": kv_seq,
+        "decode_flops_per_sequence": flops_seq, "compute_bound_batch": compute_batch,
+        "kv_overtakes_weights_batch": kv_batch, "max_batch_size": limits.get(key)}
+    reasons = [
+        f"Every decode step reads all {weights / 1e9:.2f} GB of {p.precision.name} weights: at batch {p.batch} "
+        f"that is {weights / p.batch / 1e6:.1f} MB per generated token ({weights / bw * 1e3:.2f} ms at "
+        f"{bw / 1e9:.0f} GB/s), while each sequence adds {flops_seq / 1e9:.1f} GFLOP and "
+        f"{kv_seq / 1e6:.1f} MB of KV cache reads at its mean context of {context} tokens.",
+        (f"Decode turns compute-bound at about batch {compute_batch}: there B x {flops_seq / 1e9:.1f} GFLOP at "
+         f"{peak / 1e12:.0f} TFLOP/s outlasts reading the weights plus B KV caches."
+         if compute_batch else
+         f"Decode never turns compute-bound at this context: each sequence's KV reads ({kv_seq / bw * 1e6:.1f} "
+         f"us) take longer than its FLOPs ({flops_seq / peak * 1e6:.1f} us), so batching stops paying once "
+         "KV reads dominate."),
+        f"KV cache reads overtake weight reads at batch {kv_batch} ({weights / 1e9:.2f} GB / {kv_seq / 1e6:.1f} MB "
+        f"per sequence); an fp8 KV cache halves them.",
+        f"The largest batch that fits at {p.prompt_len + p.output_len} tokens per sequence: "
+        + ", ".join(f"{k} {v}" for k, v in limits.items()) + ".",
+    ]
+    if (tpot_s or ttft_s) and not ok:
+        reasons.append("No configuration meets the latency targets: the smallest batch's TTFT/TPOT exceed them.")
+    return reasons, numbers

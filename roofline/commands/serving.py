@@ -1,0 +1,161 @@
+"""Language-model serving for `predict` and `advise --serve`: the arguments, the JSON documents, the runs."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from roofline.commands.common import print_json
+
+
+def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
+    """Flags that apply when --model names a decoder-only language model (built-in or config.json)."""
+    g = p.add_argument_group("language models (--model llama-3-8b, or a config.json)")
+    g.add_argument("--prompt-len", type=int, metavar="P", help="prompt tokens per sequence (default 512)")
+    g.add_argument("--output-len", type=int, metavar="O", help="generated tokens per sequence (default 128)")
+    g.add_argument("--kv-precision", metavar="fp16|bf16|fp8", help="KV cache storage (default 16-bit)")
+    g.add_argument("--group-size", type=int, default=128, metavar="G",
+                   help="int4 weights sharing one scale and zero (default 128)")
+    g.add_argument("--runtime", choices=["eager", "graph"],
+                   help="eager: Hugging Face generate (per-op dispatch; default); graph: CUDA graphs (vLLM, "
+                        "TensorRT-LLM, gpt-fast compiled)")
+    if advise:
+        g.add_argument("--serve", action="store_true", help="serving advice: concurrent sequences and precision")
+        g.add_argument("--tpot-ms", type=float, metavar="T", help="largest acceptable time per output token")
+        g.add_argument("--ttft-ms", type=float, metavar="T", help="largest acceptable time to first token")
+
+
+def _lengths(args: argparse.Namespace) -> tuple[int, int]:
+    from roofline.errors import RooflineError
+
+    prompt = args.prompt_len if args.prompt_len is not None else 512
+    output = args.output_len if args.output_len is not None else 128
+    if prompt < 1 or output < 1:
+        raise RooflineError(f"--prompt-len ({prompt}) and --output-len ({output}) must be positive integers")
+    return prompt, output
+
+
+def run_predict(args: argparse.Namespace) -> int:
+    from roofline import api
+
+    prompt, output = _lengths(args)
+    out = api.predict_serving(args.model, hw=args.hw, gpu=args.gpu, cpu=args.cpu, batch=args.batch,
+                              prompt_len=prompt, output_len=output, precision=args.precision,
+                              kv_precision=args.kv_precision, group_size=args.group_size,
+                              runtime=args.runtime or "eager", allow_oversize=args.allow_oversize)
+    if args.json:
+        print_json(out)
+        return 0
+    from roofline.report.serving_view import render_serving_prediction
+
+    render_serving_prediction(out)
+    return 0
+
+
+def run_advise(args: argparse.Namespace) -> int:
+    from roofline import api
+
+    prompt, output = _lengths(args)
+    out = api.advise_serving(args.model, hw=args.hw, gpu=args.gpu, cpu=args.cpu, prompt_len=prompt,
+                             output_len=output, precision=args.precision, kv_precision=args.kv_precision,
+                             group_size=args.group_size, runtime=args.runtime or "eager", tpot_ms=args.tpot_ms,
+                             ttft_ms=args.ttft_ms, plot=args.plot)
+    if args.json:
+        print_json(out)
+        return 0
+    from roofline.report.serving_view import render_serving_advice
+
+    render_serving_advice(out)
+    return 0
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """Live transformers generate on this CPU vs the prediction on this machine's profile, per phase."""
+    from roofline.errors import RooflineError
+    from roofline.measure.llm_live import time_generate
+    from roofline.model.llm_precision import serving_precision
+    from roofline.model.llm_step import predict_serving
+    from roofline.validate.profile_choice import choose_profile
+    from roofline.validate.results import error_pct
+    from roofline.workload.llm.builtins import get_config
+    from roofline.workload.request import parse_batches
+
+    if args.device != "cpu":
+        raise RooflineError("validate --serve times transformers on the CPU only; pass --device cpu")
+    cfg = get_config(args.model)
+    prompt, output = _lengths(args)
+    if output < 2:
+        raise RooflineError("--output-len must be at least 2 to time decoding")
+    choice = choose_profile("cpu", args.hw, calibrate=not args.no_calibrate)
+    prec = serving_precision("fp32", "fp32", activation="fp32")
+    runs = []
+    for b in parse_batches(args.batch):
+        predicted = predict_serving(cfg, choice.profile, prec, b, prompt, output, "eager")
+        live = time_generate(cfg, b, prompt, output, args.repeats)
+        runs.append({"batch_size": b, "prompt_len": prompt, "output_len": output,
+                     "prefill": {"predicted_s": predicted.ttft_s, "measured_s": live.prefill_s,
+                                 "error_pct": error_pct(predicted.ttft_s, live.prefill_s)},
+                     "decode": {"predicted_s": predicted.tpot_s, "measured_s": live.tpot_s,
+                                "error_pct": error_pct(predicted.tpot_s, live.tpot_s)},
+                     "predicted_s": predicted.request_s, "measured_s": live.prefill_s + (output - 1) * live.tpot_s,
+                     "threads": live.threads, "versions": live.versions})
+    for r in runs:
+        r["error_pct"] = error_pct(r["predicted_s"], r["measured_s"])
+    import statistics
+
+    out = {"model": cfg.name, "device": "cpu", "profile": choice.profile.name, "profile_source": choice.source,
+           "warnings": list(choice.warnings), "runs": runs,
+           "median_abs_error_pct": statistics.median(abs(r["error_pct"]) for r in runs),
+           "median_abs_error_pct_by_phase": {
+               phase: statistics.median(abs(r[phase]["error_pct"]) for r in runs) for phase in ("prefill", "decode")}}
+    print_json(out) if args.json else _print_validation(out)
+    return 0
+
+
+
+
+def _print_validation(out: dict[str, Any]) -> None:
+    from rich.console import Console
+
+    from roofline.units import format_si
+
+    console = Console()
+    console.print(f"[bold]{out['model']}[/] with transformers generate on this CPU ({out['profile']}, "
+                  f"{out['profile_source']})")
+    for w in out["warnings"]:
+        console.print(f"  [yellow]{w}[/]")
+    for r in out["runs"]:
+        for phase in ("prefill", "decode"):
+            x = r[phase]
+            console.print(f"  batch {r['batch_size']} {phase:7}: predicted {format_si(x['predicted_s'], 's')}, "
+                          f"measured {format_si(x['measured_s'], 's')} ({x['error_pct']:+.1f}%)")
+
+
+def run_analyze(args: argparse.Namespace) -> int:
+    """Both phases' FLOPs and bytes at the given sizes, and with --symbolic as formulas in B, P and c."""
+    from roofline.advise.llm_analyze import llm_analysis
+    from roofline.errors import RooflineError
+    from roofline.model.llm_precision import serving_precision
+    from roofline.workload.llm.builtins import get_config
+
+    if args.batch < 1:
+        raise RooflineError(f"--batch {args.batch}: the batch size must be a positive integer")
+    cfg = get_config(args.model)
+    prompt, output = _lengths(args)
+    name = args.precision or "bf16"
+    prec = serving_precision(name, activation="bf16" if name in ("int8", "int4") else name)
+    out = llm_analysis(cfg, prec, args.batch, prompt, prompt + output, args.symbolic)
+    if args.json:
+        print_json(out)
+        return 0
+    from rich.console import Console
+
+    console = Console()
+    console.print(f"[bold]{cfg.name}[/]: {cfg.params() / 1e9:.3g} B parameters ({cfg.active_params() / 1e9:.3g} B "
+                  f"per token), {prec.name} weights, batch {args.batch}")
+    for phase, d in out["phases"].items():
+        console.print(f"  {phase}: {d['flops']:.4g} FLOP, {float(d['bytes']):.4g} bytes, "
+                      f"{d['flops'] / float(d['bytes']):.1f} FLOP/byte")
+    for phase, d in out.get("symbolic", {}).items():
+        console.print(f"  {phase}(B, {'P' if phase == 'prefill' else 'c'}): FLOPs = {d['flops']}; bytes = {d['bytes']}")
+    return 0

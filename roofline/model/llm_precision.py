@@ -1,0 +1,87 @@
+"""How a served language model stores its weights and KV cache, and what that costs.
+
+Weight-only quantization (int8, int4: W8A16, W4A16) stores weights narrow and multiplies in 16-bit: every
+weight read costs fewer bytes plus its group's scale and zero point, and must be dequantised in registers
+before the tensor cores use it, which is vector-unit work. fp8 (W8A8, Hopper/Ada) runs the products on fp8
+tensor cores. The KV cache is stored at 16 bits or fp8 independently of the weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roofline.errors import RooflineError, UnknownName, did_you_mean
+from roofline.workload.precision import Precision, get_precision
+
+SCALE_BYTES = 2
+"""A group's scale and its zero point are each one 16-bit number (gpt-fast's int4 scales_and_zeros,
+GPTQ/AWQ's fp16 scales with packed zeros: within a few bits of this)."""
+
+DEQUANT_FLOPS_PER_WEIGHT = {"int8": 2, "int4": 4}
+"""Vector operations to turn one stored weight into a 16-bit value, from w = (q - z) * s: int8 converts and
+multiplies by its channel's scale (2); int4 also shifts and masks its nibble out of a packed word (4)."""
+
+DEFAULT_GROUP_SIZE = 128
+"""Weights sharing one int4 scale and zero: 128 is GPTQ's and AWQ's default (gpt-fast also offers 32)."""
+
+KV_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+
+
+@dataclass(frozen=True)
+class ServingPrecision:
+    """Weights' storage, the dtype the products run in, and the KV cache's storage."""
+
+    name: str
+    compute: Precision
+    """What activations are stored as and which tensor-core peak the products use."""
+    weight_bits: int
+    group_size: int
+    kv_name: str
+
+    @property
+    def weight_only(self) -> bool:
+        return self.name in DEQUANT_FLOPS_PER_WEIGHT
+
+    @property
+    def linear_weight_bytes(self) -> float:
+        """Bytes per weight of a quantised linear layer: the weight plus its share of the group's scale and
+        zero (int4 g128: 0.5 + 2 x 2 / 128 = 0.53125; int8 per output channel: negligible, counted 1)."""
+        base = self.weight_bits / 8
+        if self.name == "int4":
+            return base + 2 * SCALE_BYTES / self.group_size
+        return base
+
+    @property
+    def other_weight_bytes(self) -> float:
+        """Embedding tables and norms stay at the 16-bit compute size: quantizers replace linear layers only."""
+        return float(self.compute.storage_bytes)
+
+    @property
+    def kv_bytes(self) -> float:
+        return float(KV_BYTES[self.kv_name])
+
+    @property
+    def dequant_flops_per_weight(self) -> int:
+        return DEQUANT_FLOPS_PER_WEIGHT.get(self.name, 0)
+
+
+SERVING_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+
+
+def serving_precision(name: str, kv: str | None = None, group_size: int = DEFAULT_GROUP_SIZE,
+                      activation: str = "bf16") -> ServingPrecision:
+    """`--precision` (bf16, fp16, fp8, int8, int4, fp32) and `--kv-precision` (fp16, bf16, fp8) as served.
+    Weight-only int8/int4 compute in `activation` (bf16 unless the device lacks it)."""
+    key = name.strip().lower()
+    if key not in SERVING_PRECISIONS:
+        raise UnknownName(f"unknown serving precision '{name}'{did_you_mean(key, list(SERVING_PRECISIONS))}; "
+                          f"choose one of {', '.join(SERVING_PRECISIONS)}")
+    if group_size < 1:
+        raise RooflineError(f"--group-size must be a positive integer, got {group_size}")
+    compute = get_precision(activation if key in ("int8", "int4") else key)
+    kv_key = (kv or ("fp16" if compute.storage_bytes <= 2 else "fp32")).strip().lower()
+    if kv_key not in KV_BYTES:
+        raise UnknownName(f"unknown KV cache precision '{kv}'; choose one of {', '.join(KV_BYTES)}")
+    bits = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}[key]
+    return ServingPrecision(key, compute, bits, group_size, kv_key)
+

@@ -1,0 +1,58 @@
+"""The runtime's share of each generated token: eager Python dispatch per op, or a captured CUDA graph.
+
+Eager (Hugging Face transformers' generate loop): every op of every layer is a Python call that dispatches one
+or more kernels (`roofline.workload.llm.phases.Step.kernels`, counted from transformers' modeling code); the
+host pays the framework's per-call dispatch for each, and a GPU waits on the host when the kernels are
+shorter than their dispatch (decode at small batch).
+
+Graph-captured (CUDA graphs, as vLLM, TensorRT-LLM and gpt-fast's compiled decode use): the whole step is
+replayed by one graph launch; the host cost per op disappears and the kernels run back to back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from roofline.errors import RooflineError
+from roofline.model.ceilings import Ceilings
+from roofline.model.costmodel import OpCost
+from roofline.model.step import drained_pipeline_s
+
+
+def eager_charge(o: OpCost, c: Ceilings, kernels: int) -> OpCost:
+    """The op charged its kernels' dispatch on the host and, on a GPU, one launch floor per kernel."""
+    kernels = kernels if o.bound != "free" else 0
+    host = c.dispatch_s * kernels if not o.launches else o.host_s / o.launches * kernels
+    device = max(o.device_s, c.launch_s * kernels) if c.is_gpu else o.device_s
+    bound = "overhead" if kernels and max(host, device) > max(o.compute_s, o.memory_s) else o.bound
+    return replace(o, host_s=host, device_s=device, launches=kernels, bound=bound)
+
+
+def eager_total(sequence: list[OpCost], c: Ceilings) -> float:
+    """A GPU overlaps host and device (`drained_pipeline_s`); a CPU adds them."""
+    return drained_pipeline_s(sequence) if c.is_gpu else sum(o.time_s for o in sequence)
+
+
+def graph_charge(o: OpCost, c: Ceilings, kernels: int) -> OpCost:
+    """No per-op host time: the graph replays the kernels back to back."""
+    if not c.is_gpu:
+        raise RooflineError("--runtime graph (CUDA graphs) needs a GPU profile; on a CPU use --runtime eager")
+    bound = o.bound if o.bound != "overhead" else ("compute" if o.compute_s >= o.memory_s else "memory")
+    return replace(o, host_s=0.0, bound=bound)
+
+
+def graph_total(sequence: list[OpCost], c: Ceilings) -> float:
+    """One graph launch per forward, then every kernel's device time."""
+    return c.launch_s + sum(o.device_s for o in sequence)
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """How a runtime charges one op, and how a forward's ops add up."""
+
+    charge: Callable[[OpCost, Ceilings, int], OpCost]
+    total: Callable[[list[OpCost], Ceilings], float]
+
+
+RUNTIMES = {"eager": Runtime(eager_charge, eager_total), "graph": Runtime(graph_charge, graph_total)}

@@ -1,0 +1,198 @@
+"""A served language model's request on one device: time to first token, time per output token, tokens/s
+and memory, from the prefill and decode phases' ops costed by the roofline cost model.
+
+- Prefill: B sequences of P prompt tokens in one forward pass; time to first token (TTFT) is its time.
+- Decode: one forward per new token. Its time is affine in the context c (attention's cache reads and
+  FLOPs grow linearly in c, the rest is fixed), so the mean over the O - 1 decode steps after the first token
+  is the step at the mean context, P + O / 2: that is the time per output token (TPOT).
+- Weight-only quantization: each linear layer's weights are read at their stored size (with group scales)
+  and dequantised on the vector units, per output tile row band of 128 rows (the GEMM re-reads and
+  re-dequantises a weight tile for each band), which `dequant_s` adds to the op's compute.
+- Runtime: eager dispatch or a captured graph (`roofline.model.llm_runtime`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from roofline.errors import DoesNotFit, RooflineError
+from roofline.model.ceilings import Ceilings, ceilings_for
+from roofline.model.context import CostContext
+from roofline.model.costmodel import OpCost, op_cost
+from roofline.model.llm_precision import ServingPrecision
+from roofline.model.llm_runtime import RUNTIMES
+from roofline.model.memory import default_reserve_bytes
+from roofline.model.notes import Note
+from roofline.workload.llm.config import ConfigError, DecoderConfig
+from roofline.workload.llm.phases import Phase, decode, kv_cache_bytes_per_token, prefill
+from roofline.workload.ops.gemm import Linear
+
+DEQUANT_ROW_BAND = 128
+"""Rows of the output tile band one dequantised weight tile serves (the largest GEMM tile side the cost model
+uses on GPUs): a weight is dequantised ceil(rows / 128) times per product."""
+
+
+@dataclass(frozen=True)
+class PhaseCost:
+    phase: Phase
+    time_s: float
+    costs: tuple[tuple[OpCost, int], ...]
+    """Each distinct op of the phase with its repeat count, runtime charges applied."""
+
+    @property
+    def flops(self) -> float:
+        return sum(o.flops * n for o, n in self.costs)
+
+    @property
+    def bytes(self) -> float:
+        return sum(o.bytes * n for o, n in self.costs)
+
+
+@dataclass(frozen=True)
+class ServingMemory:
+    weights: float
+    kv_cache: float
+    activations: float
+    workspace: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.kv_cache + self.activations + self.workspace
+
+
+@dataclass(frozen=True)
+class ServingPrediction:
+    model: str
+    device: str
+    batch: int
+    prompt_len: int
+    output_len: int
+    precision: ServingPrecision
+    runtime: str
+    prefill: PhaseCost
+    decode: PhaseCost
+    memory: ServingMemory
+    capacity_bytes: float
+    ceilings: Ceilings
+
+    @property
+    def ttft_s(self) -> float:
+        return self.prefill.time_s
+
+    @property
+    def tpot_s(self) -> float:
+        return self.decode.time_s
+
+    @property
+    def request_s(self) -> float:
+        return self.ttft_s + (self.output_len - 1) * self.tpot_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Output tokens per second over the whole request (prefill included)."""
+        return self.batch * self.output_len / self.request_s
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        return self.batch / self.tpot_s
+
+    @property
+    def fits(self) -> bool:
+        return self.memory.total <= self.capacity_bytes
+
+
+def weight_bytes(cfg: DecoderConfig, prec: ServingPrecision) -> float:
+    """Linear layers at the stored size with scales; embeddings and norms at 16 bits (or fp32)."""
+    linear = _linear_params(cfg)
+    return linear * prec.linear_weight_bytes + (cfg.params() - linear) * prec.other_weight_bytes
+
+
+def _linear_params(cfg: DecoderConfig) -> int:
+    ops = decode(cfg, 1, 1).steps
+    return int(sum(s.op.params() * s.repeat for s in ops if isinstance(s.op, Linear)
+                   and not getattr(s.op, "tied", False)))
+
+
+def _dequant(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings) -> OpCost:
+    weights = float(op.traffic("forward").weights_read)
+    bands = math.ceil(float(op.rows) / DEQUANT_ROW_BAND)
+    dequant_s = weights * bands * prec.dequant_flops_per_weight / c.vector_flops_per_s
+    compute_s = cost.compute_s + dequant_s
+    device_s = max(cost.device_s, compute_s)
+    bound = "compute" if compute_s >= max(cost.memory_s, cost.host_s) else cost.bound
+    return replace(cost, compute_s=compute_s, device_s=device_s, bound=bound,
+                   notes=(*cost.notes, Note("dequantization", f"dequantise {prec.name}: {dequant_s * 1e6:.3g} us "
+                                                               "on the vector units")))
+
+
+def phase_cost(phase: Phase, prec: ServingPrecision, c: Ceilings, runtime: str, reuse_bytes: float) -> PhaseCost:
+    act_bytes = prec.compute.storage_bytes
+    linear_ctx = CostContext(c, act_bytes, prec.linear_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
+    other_ctx = CostContext(c, act_bytes, prec.other_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
+    rt = RUNTIMES[runtime]
+    charged: list[tuple[OpCost, int]] = []
+    for step in phase.steps:
+        op = step.op
+        is_linear = isinstance(op, Linear)
+        cost = op_cost(op, "forward", linear_ctx if is_linear else other_ctx)
+        if is_linear and prec.weight_only:
+            cost = _dequant(cost, op, prec, c)
+        kernels = step.kernels - (step.fp32_noop if prec.compute.storage_bytes == 4 else 0)
+        charged.append((rt.charge(cost, c, kernels), step.repeat))
+    return PhaseCost(phase, rt.total(_in_order(charged), c), tuple(charged))
+
+
+def _in_order(distinct: list[tuple[OpCost, int]]) -> list[OpCost]:
+    """Execution order: head ops, then every layer's ops layer by layer, then the tail."""
+    head = [o for o, n in distinct if n == 1 and not o.name.startswith(("final", "lm_head", "sample"))]
+    layer = [o for o, n in distinct if n > 1]
+    tail = [o for o, n in distinct if n == 1 and o.name.startswith(("final", "lm_head", "sample"))]
+    repeats = max((n for _, n in distinct), default=1)
+    return head + layer * repeats + tail
+
+
+def activation_bytes(phase: Phase, act_bytes: float) -> float:
+    """The largest live input + output pair of the phase's ops (inference frees each op's input after it)."""
+    best = 0.0
+    for s in phase.steps:
+        t = s.op.traffic("forward")
+        best = max(best, float(t.activations_read + t.activations_written))
+    return best * act_bytes
+
+
+def serving_memory(cfg: DecoderConfig, prec: ServingPrecision, batch: int, prompt: int, output: int,
+                   is_gpu: bool, prefill_phase: Phase) -> ServingMemory:
+    kv = batch * (prompt + output) * kv_cache_bytes_per_token(cfg, prec.kv_bytes)
+    return ServingMemory(weights=weight_bytes(cfg, prec), kv_cache=kv,
+                         activations=activation_bytes(prefill_phase, prec.compute.storage_bytes),
+                         workspace=default_reserve_bytes(is_gpu))
+
+
+def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: int, prompt: int, output: int,
+                    runtime: str = "eager") -> ServingPrediction:
+    if runtime not in RUNTIMES:
+        raise RooflineError(f"unknown runtime '{runtime}'; choose one of {', '.join(RUNTIMES)}")
+    if prompt < 1 or output < 1 or batch < 1:
+        raise RooflineError(f"--prompt-len ({prompt}), --output-len ({output}) and --batch ({batch}) must be "
+                            "positive integers")
+    if prompt + output > cfg.max_positions:
+        raise ConfigError(f"{cfg.name}: {prompt} prompt + {output} output tokens exceed the model's maximum "
+                          f"context of {cfg.max_positions} (max_position_embeddings)")
+    c = ceilings_for(profile, prec.compute)
+    ratio = prec.kv_bytes / prec.compute.storage_bytes
+    pre = prefill(cfg, batch, prompt, ratio)
+    dec = decode(cfg, batch, prompt + output // 2 + 1, ratio)
+    memory = serving_memory(cfg, prec, batch, prompt, output, c.is_gpu, pre)
+    reuse = memory.weights + memory.kv_cache
+    return ServingPrediction(cfg.name, profile.name, batch, prompt, output, prec, runtime,
+                             phase_cost(pre, prec, c, runtime, reuse), phase_cost(dec, prec, c, runtime, reuse),
+                             memory, profile.memory.capacity_bytes.value, c)
+
+
+def require_fit(p: ServingPrediction) -> None:
+    if not p.fits:
+        raise DoesNotFit(f"{p.model} at batch {p.batch} with {p.prompt_len + p.output_len}-token sequences "
+                         f"({p.precision.name} weights, {p.precision.kv_name} KV cache) needs "
+                         f"{p.memory.total / 2**30:.2f} GiB but {p.device} has {p.capacity_bytes / 2**30:.2f} GiB;"
+                         " use a smaller --batch, shorter sequences or int8/int4 weights")

@@ -1,0 +1,76 @@
+"""Rich rendering of a language model's serving prediction and serving advice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from roofline.units import format_bytes, format_si
+
+
+def _phase_table(title: str, phase: dict[str, Any]) -> Table:
+    t = Table(title=f"{title}: {format_si(phase['time_s'], 's')}, {phase['flops']:.3g} FLOP, "
+                    f"{format_bytes(phase['bytes'])}")
+    for col in ("op", "x", "time", "FLOP/byte", "bound", "path"):
+        t.add_column(col, justify="left" if col in ("op", "bound", "path") else "right")
+    for row in sorted(phase["layers"], key=lambda r: -r["time_s"]):
+        ai = row["arithmetic_intensity"]
+        t.add_row(row["name"], str(row["count"]), format_si(row["time_s"], "s"),
+                  f"{ai:.1f}" if ai is not None else "-", row["bound"], row["path"])
+    return t
+
+
+def render_serving_prediction(out: dict[str, Any]) -> None:
+    console = Console()
+    m = out["memory"]
+    console.print(f"[bold]{out['model']}[/] on [bold]{out['device']}[/], {out['precision']} weights, "
+                  f"{out['kv_precision']} KV cache, {out['runtime']} runtime, batch {out['batch_size']}, "
+                  f"prompt {out['prompt_len']}, output {out['output_len']}")
+    console.print(f"  time to first token {format_si(out['ttft_s'], 's')}, time per output token "
+                  f"{format_si(out['tpot_s'], 's')}: {out['tokens_per_s']:.1f} output tokens/s over the request "
+                  f"({out['decode_tokens_per_s']:.1f} while decoding)")
+    console.print(f"  memory {format_bytes(m['total'])} of {format_bytes(out['capacity_bytes'])}: weights "
+                  f"{format_bytes(m['weights'])}, KV cache {format_bytes(m['kv_cache'])}, activations "
+                  f"{format_bytes(m['activations'])}, workspace {format_bytes(m['workspace'])}")
+    console.print(_phase_table("prefill", out["phases"]["prefill"]))
+    console.print(_phase_table(f"decode (one token at context {out['phases']['decode']['context']})",
+                               out["phases"]["decode"]))
+
+
+def _shown_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["precision"], row["kv_precision"]), []).append(row)
+    shown = []
+    for group in groups.values():
+        ok = [r for r in group if r["meets_targets"]]
+        picks = [group[0], max(ok, key=lambda r: r["tokens_per_s"]) if ok else group[0], group[-1]]
+        shown += [r for i, r in enumerate(picks) if r not in picks[:i]]
+    return shown
+
+
+def render_serving_advice(out: dict[str, Any]) -> None:
+    console = Console()
+    r = out["recommended"]
+    console.print(f"[bold]{out['model']}[/] on [bold]{out['device']}[/], serving prompt {out['prompt_len']}, "
+                  f"output {out['output_len']} ({out['runtime']} runtime)")
+    if r["batch_size"] is None:
+        console.print("  no configuration meets the latency targets; the sweep shows the closest")
+    else:
+        console.print(f"  Recommended: {r['batch_size']} concurrent sequences, {r['precision']} weights, "
+                      f"{r['kv_precision']} KV cache: {r['tokens_per_s']:.0f} tokens/s, TTFT "
+                      f"{format_si(r['ttft_s'], 's')}, TPOT {format_si(r['tpot_s'], 's')}")
+    t = Table(title="sweep: per precision, batch 1, the best within the targets, and the largest that fits "
+                    "(--json has every row)")
+    for col in ("precision", "kv", "batch", "TTFT", "TPOT", "tokens/s", "memory", "meets targets"):
+        t.add_column(col, justify="right")
+    for row in _shown_rows(out["sweep"]):
+        t.add_row(row["precision"], row["kv_precision"], str(row["batch_size"]), format_si(row["ttft_s"], "s"),
+                  format_si(row["tpot_s"], "s"), f"{row['tokens_per_s']:.0f}", format_bytes(row["memory_bytes"]),
+                  "yes" if row["meets_targets"] else "no")
+    console.print(t)
+    console.print("Why")
+    for reason in out["reasons"]:
+        console.print(f" - {reason}")

@@ -1,0 +1,96 @@
+"""Built-in decoder configs, each with where its numbers were read.
+
+GPT_FAST is pytorch-labs/gpt-fast, whose model files transcribe the Hugging Face configs of the checkpoints
+it converts; the commit is named per entry. Llama-2 7B and 13B leave intermediate_size to gpt-fast's rule
+find_multiple(int(2 * 4 * dim / 3), 256): 4096 -> 11008, 5120 -> 13824.
+"""
+
+from __future__ import annotations
+
+from roofline.errors import RooflineError, UnknownName, did_you_mean
+from roofline.workload.llm.config import DecoderConfig, read_hf_config
+
+GPT_FAST = "https://github.com/pytorch-labs/gpt-fast/blob/"
+GPT2_HUB = "https://huggingface.co/openai-community/"
+
+
+def _gpt2(name: str, hidden: int, layers: int, heads: int) -> DecoderConfig:
+    return DecoderConfig(name=name, hidden=hidden, layers=layers, heads=heads, kv_heads=heads,
+                         intermediate=4 * hidden, vocab=50257, max_positions=1024, tied_embeddings=True,
+                         gated_mlp=False, learned_positions=True, bias=True, layer_norm=True,
+                         source=f"{GPT2_HUB}{name}/blob/main/config.json (n_embd, n_layer, n_head, vocab_size "
+                                "50257, n_positions 1024; n_inner null = 4 x n_embd)")
+
+
+BUILTINS: dict[str, DecoderConfig] = {c.name: c for c in (
+    _gpt2("gpt2", 768, 12, 12),
+    _gpt2("gpt2-medium", 1024, 24, 16),
+    _gpt2("gpt2-large", 1280, 36, 20),
+    _gpt2("gpt2-xl", 1600, 48, 25),
+    DecoderConfig("llama-2-7b", 4096, 32, 32, 32, 11008, 32000, 4096,
+                  source=f"{GPT_FAST}870415262cf12f7144d93359317acb24629e6dfd/model.py transformer_configs['7B']"),
+    DecoderConfig("llama-2-13b", 5120, 40, 40, 40, 13824, 32000, 4096,
+                  source=f"{GPT_FAST}870415262cf12f7144d93359317acb24629e6dfd/model.py transformer_configs['13B']"),
+    DecoderConfig("llama-2-70b", 8192, 80, 64, 8, 28672, 32000, 4096,
+                  source=f"{GPT_FAST}870415262cf12f7144d93359317acb24629e6dfd/model.py transformer_configs['70B']"),
+    DecoderConfig("llama-3-8b", 4096, 32, 32, 8, 14336, 128256, 8192,
+                  source="gpt-fast model.py transformer_configs['llama-3-8b'] (block_size 8192, vocab 128256, "
+                         "n_local_heads 8, intermediate 14336); same numbers in github.com/vulkomilev/oumi "
+                         "configs/recipes/llama3_1/README.md"),
+    DecoderConfig("llama-3-70b", 8192, 80, 64, 8, 28672, 128256, 8192,
+                  source="gpt-fast model.py transformer_configs['llama-3-70b']; same numbers in "
+                         "github.com/vulkomilev/oumi configs/recipes/llama3_1/README.md"),
+    DecoderConfig("mistral-7b", 4096, 32, 32, 8, 14336, 32000, 32768,
+                  source=f"{GPT_FAST}870415262cf12f7144d93359317acb24629e6dfd/model.py "
+                         "transformer_configs['Mistral-7B']"),
+    DecoderConfig("mixtral-8x7b", 4096, 32, 32, 8, 14336, 32000, 32768, experts=8, top_k=2,
+                  source=f"{GPT_FAST}0474176566aaeac370e8493e19ffca7c865f5446/mixtral-moe/model.py "
+                         "transformer_configs['Mixtral-8x7B-v0.1']"),
+    DecoderConfig("qwen2.5-7b", 3584, 28, 28, 4, 18944, 152064, 32768, qkv_bias=True,
+                  source="Qwen/Qwen2.5-7B-Instruct config.json (hidden 3584, 28 layers, 28 heads, 4 KV heads, "
+                         "intermediate 18944, vocab 152064, untied), read in a verbatim copy in a public "
+                         "benchmark file; Qwen2-7B has the same shape"),
+    DecoderConfig("phi-3-mini", 3072, 32, 32, 32, 8192, 32064, 4096,
+                  source=f"{GPT_FAST}3784a85ff8a78d7f8c7478f8f491200bc0e9082c/phi-3/model.py "
+                         "transformer_configs['Phi-3-mini-4k-instruct']"),
+)}
+
+ALIASES = {"gpt2-small": "gpt2", "gpt-2": "gpt2", "llama2-7b": "llama-2-7b", "llama3-8b": "llama-3-8b",
+           "mistral": "mistral-7b", "mixtral": "mixtral-8x7b", "qwen2-7b": "qwen2.5-7b", "qwen2.5": "qwen2.5-7b",
+           "phi3-mini": "phi-3-mini", "llama-3.1-8b": "llama-3-8b"}
+
+
+def is_llm(model: str) -> bool:
+    """True for a built-in decoder name or a path to a .json config."""
+    key = model.strip().lower()
+    return key in BUILTINS or key in ALIASES or key.endswith(".json")
+
+
+def serving_requested(model: str | None, prompt_len: int | None, output_len: int | None,
+                      serve: bool = False) -> bool:
+    """Whether a command should take the language-model path: a decoder built-in or config.json, except that
+    a name the zoo also has (gpt2, as a whole-sequence inference or training step) stays with the zoo unless
+    --serve, --prompt-len or --output-len asks for serving."""
+    if not model or not is_llm(model):
+        return False
+    if serve or prompt_len is not None or output_len is not None:
+        return True
+    from roofline.workload.zoo.registry import get_model
+
+    try:
+        get_model(model)
+    except RooflineError:
+        return True
+    return False
+
+
+def get_config(model: str) -> DecoderConfig:
+    """A built-in by name (case-insensitive, with aliases) or a config.json path."""
+    if model.strip().lower().endswith(".json"):
+        return read_hf_config(model)
+    key = model.strip().lower()
+    key = ALIASES.get(key, key)
+    if key not in BUILTINS:
+        raise UnknownName(f"unknown language model '{model}'{did_you_mean(key, list(BUILTINS))}; choose one of "
+                          f"{', '.join(BUILTINS)} or pass a config.json path")
+    return BUILTINS[key]

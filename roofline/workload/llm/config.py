@@ -1,0 +1,171 @@
+"""A decoder-only transformer's shape, read from a Hugging Face style config.json or a built-in.
+
+Only the numbers that set FLOPs, bytes and memory are kept: hidden size, layers, query and key/value heads
+(GQA/MQA when fewer KV heads), the MLP's inner width and whether it is gated (SwiGLU: three matrices, else
+two), vocabulary, tied embeddings, learned position embeddings (GPT-2), biases, mixture of experts (experts,
+top-k) and the context the model was trained for.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from roofline.errors import RooflineError
+
+
+class ConfigError(RooflineError):
+    """A config.json that is missing keys or describes an impossible model."""
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    """One decoder-only model's shape. Counts are elements (parameters), not bytes."""
+
+    name: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    vocab: int
+    max_positions: int
+    tied_embeddings: bool = False
+    gated_mlp: bool = True
+    """SwiGLU (gate, up, down: 3 matrices) as Llama/Mistral/Qwen/Phi-3; False: GPT-2's fc, proj (2)."""
+    learned_positions: bool = False
+    """GPT-2 adds a (max_positions x hidden) position table; rotary models have none."""
+    bias: bool = False
+    """Biases on every linear layer (GPT-2)."""
+    qkv_bias: bool = False
+    """Biases on the q, k, v projections only (Qwen2)."""
+    layer_norm: bool = False
+    """LayerNorm (weight and bias, GPT-2) instead of RMSNorm (weight only)."""
+    experts: int = 1
+    top_k: int = 1
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        for key in ("hidden", "layers", "heads", "kv_heads", "intermediate", "vocab", "max_positions",
+                    "experts", "top_k"):
+            value = getattr(self, key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{self.name}: {key} must be a positive integer, got {value!r}")
+        if self.hidden % self.heads:
+            raise ConfigError(f"{self.name}: {self.heads} attention heads do not divide the hidden size "
+                              f"{self.hidden}")
+        if self.heads % self.kv_heads:
+            raise ConfigError(f"{self.name}: {self.kv_heads} key/value heads do not divide the {self.heads} "
+                              "query heads")
+        if self.top_k > self.experts:
+            raise ConfigError(f"{self.name}: top-k {self.top_k} exceeds the {self.experts} experts")
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def kv_width(self) -> int:
+        """Elements of K (or V) per token per layer: kv_heads x head_dim."""
+        return self.kv_heads * self.head_dim
+
+    @property
+    def mlp_matrices(self) -> int:
+        return 3 if self.gated_mlp else 2
+
+    def attention_params(self) -> int:
+        """q and o are hidden x hidden, k and v hidden x kv_width, plus biases where the model has them."""
+        weights = 2 * self.hidden * self.hidden + 2 * self.hidden * self.kv_width
+        if self.bias:
+            return weights + 2 * self.hidden + 2 * self.kv_width
+        if self.qkv_bias:
+            return weights + self.hidden + 2 * self.kv_width
+        return weights
+
+    def expert_params(self) -> int:
+        """One MLP (one expert): mlp_matrices x hidden x intermediate, plus biases (fc: intermediate, proj:
+        hidden) where the model has them."""
+        weights = self.mlp_matrices * self.hidden * self.intermediate
+        return weights + (self.intermediate + self.hidden if self.bias else 0)
+
+    def norm_params(self) -> int:
+        """Two norms per layer, each hidden weights (+ hidden biases for LayerNorm)."""
+        return 2 * self.hidden * (2 if self.layer_norm else 1)
+
+    def router_params(self) -> int:
+        return self.hidden * self.experts if self.experts > 1 else 0
+
+    def layer_params(self) -> int:
+        return (self.attention_params() + self.experts * self.expert_params() + self.norm_params()
+                + self.router_params())
+
+    def embedding_params(self) -> int:
+        """Token table, position table (GPT-2), final norm and the lm_head unless tied to the token table."""
+        table = self.vocab * self.hidden
+        positions = self.max_positions * self.hidden if self.learned_positions else 0
+        final_norm = self.hidden * (2 if self.layer_norm else 1)
+        head = 0 if self.tied_embeddings else self.vocab * self.hidden
+        return table + positions + final_norm + head
+
+    def params(self) -> int:
+        return self.layers * self.layer_params() + self.embedding_params()
+
+    def active_params(self) -> int:
+        """Parameters one token uses: top_k of the experts (Mixtral: 2 of 8)."""
+        inactive = (self.experts - self.top_k) * self.expert_params()
+        return self.params() - self.layers * inactive
+
+
+def _require(raw: dict[str, Any], where: str, *keys: str) -> Any:
+    """The first of `keys` present in the config (models name the same field differently)."""
+    for key in keys:
+        if key in raw and raw[key] is not None:
+            return raw[key]
+    raise ConfigError(f"{where}: missing '{keys[0]}'" + (f" (or {', '.join(keys[1:])})" if keys[1:] else ""))
+
+
+def from_hf_dict(raw: dict[str, Any], name: str) -> DecoderConfig:
+    """A DecoderConfig from the keys of a Hugging Face config.json: Llama-style names (hidden_size,
+    num_hidden_layers, ...) or GPT-2's (n_embd, n_layer, n_head, n_inner, n_positions)."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{name}: expected a JSON object, got {type(raw).__name__}")
+    model_type = str(raw.get("model_type", ""))
+    gpt2 = model_type == "gpt2" or "n_embd" in raw
+    hidden = _require(raw, name, "hidden_size", "n_embd")
+    heads = _require(raw, name, "num_attention_heads", "n_head")
+    layers = _require(raw, name, "num_hidden_layers", "n_layer")
+    vocab = _require(raw, name, "vocab_size")
+    if gpt2:
+        inner = raw.get("n_inner") or (4 * hidden if isinstance(hidden, int) else hidden)
+        positions = _require(raw, name, "n_positions", "max_position_embeddings")
+        return DecoderConfig(name=name, hidden=hidden, layers=layers, heads=heads, kv_heads=heads,
+                             intermediate=inner, vocab=vocab, max_positions=positions,
+                             tied_embeddings=bool(raw.get("tie_word_embeddings", True)), gated_mlp=False,
+                             learned_positions=True, bias=True, layer_norm=True, source=name)
+    experts = raw.get("num_local_experts") or raw.get("num_experts") or 1
+    top_k = raw.get("num_experts_per_tok", 2 if experts > 1 else 1) if experts > 1 else 1
+    return DecoderConfig(
+        name=name, hidden=hidden, layers=layers, heads=heads,
+        kv_heads=raw.get("num_key_value_heads") or heads,
+        intermediate=_require(raw, name, "intermediate_size"), vocab=vocab,
+        max_positions=_require(raw, name, "max_position_embeddings"),
+        tied_embeddings=bool(raw.get("tie_word_embeddings", False)),
+        qkv_bias=model_type == "qwen2" or bool(raw.get("attention_bias", False)),
+        experts=experts, top_k=top_k, source=name)
+
+
+def read_hf_config(path: str) -> DecoderConfig:
+    """Read a config.json from disk (no network, no weights)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{path}: no such config file")
+    try:
+        raw = json.loads(p.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: not a readable JSON file ({str(exc).splitlines()[0]})") from None
+    try:
+        return from_hf_dict(raw, p.parent.name if p.name == "config.json" and p.parent.name else p.stem)
+    except TypeError as exc:
+        raise ConfigError(f"{path}: a field has the wrong type ({exc})") from None

@@ -1,0 +1,178 @@
+"""The two phases of generation as op lists in the IR, one decoder layer's ops with a repeat count.
+
+Prefill runs the prompt (P tokens per sequence) through every layer at once: GEMMs with B x P rows and causal
+attention over P keys. Decode runs one new token per sequence: the same projections with B rows (GEMV-shaped
+at small B: every weight is read to do 2 FLOPs per weight per sequence) and attention that reads the KV cache
+of the context so far. Ops are those Hugging Face's Llama / GPT-2 modules run in eager mode: separate q, k, v
+projections, rotary embedding on q and k, norms, residual adds, the gated (SwiGLU) or plain MLP. The lm_head
+runs on the last position only (transformers' generate keeps one position's logits), followed by the
+argmax that picks the next token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from roofline.workload.llm.config import ConfigError, DecoderConfig
+from roofline.workload.ops.attention import Embedding
+from roofline.workload.ops.base import Op
+from roofline.workload.ops.gemm import Linear
+from roofline.workload.ops.norm import LayerNorm
+from roofline.workload.ops.pointwise import Activation, Elementwise, Reduce
+from roofline.workload.ops.serving import CachedAttention, ExpertLinear, expected_distinct_experts
+
+RMSNORM_KERNELS = 8
+"""transformers' LlamaRMSNorm.forward (v5.17, read here): to(float32), pow, mean, add eps, rsqrt, mul,
+to(input dtype), mul weight; the two casts are no-ops (`FP32_NOOP_CASTS`) when the model runs in fp32."""
+FP32_NOOP_CASTS = 2
+ROPE_KERNELS = 5
+"""apply_rotary_pos_emb, per tensor: x * cos, rotate_half's neg and cat, * sin, add."""
+CACHED_ATTENTION_KERNELS = 4
+"""DynamicCache.update appends K and V (two cats), SDPA, and the output made contiguous for o_proj."""
+GELU_NEW_KERNELS = 8
+"""GPT-2's gelu_new, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): pow, mul, add, mul, tanh, add, mul, mul."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One op of a phase, how many times the phase runs it (once per layer for a layer's ops), and how many
+    kernels eager transformers launches for it (`fp32_noop` of them vanish when the model runs in fp32)."""
+
+    op: Op
+    repeat: int
+    kernels: int = 1
+    fp32_noop: int = 0
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A forward pass of the model over `new_tokens` per sequence with `context` tokens cached after it."""
+
+    name: str
+    batch: int
+    new_tokens: int
+    context: int
+    steps: tuple[Step, ...]
+
+    def flops(self) -> float:
+        return float(sum(s.op.flops("forward") * s.repeat for s in self.steps))
+
+
+def _mlp(cfg: DecoderConfig, batch: int, tokens: int) -> list[Op]:
+    rows = batch * tokens
+    h, i = cfg.hidden, cfg.intermediate
+    if cfg.experts > 1:
+        used = min(float(cfg.experts), expected_distinct_experts(rows, cfg.experts, cfg.top_k))
+        def proj(name: str, a: int, b: int) -> ExpertLinear:
+            return ExpertLinear(name, batch=batch, in_features=a, out_features=b, bias=False, tokens=tokens,
+                                experts=cfg.experts, top_k=cfg.top_k, experts_used=used)
+        routed = rows * cfg.top_k * i
+        return [Linear("mlp.router", batch=batch, in_features=h, out_features=cfg.experts, bias=False,
+                       tokens=tokens),
+                proj("mlp.experts.gate", h, i), proj("mlp.experts.up", h, i),
+                Activation("mlp.act", numel=routed, fn="silu"),
+                Elementwise("mlp.gate_mul", numel=routed, inputs=2, op="mul"),
+                proj("mlp.experts.down", i, h),
+                Elementwise("mlp.combine", numel=rows * cfg.top_k * h, inputs=2, op="mul")]
+    if cfg.gated_mlp:
+        return [Linear("mlp.gate", batch=batch, in_features=h, out_features=i, bias=cfg.bias, tokens=tokens),
+                Linear("mlp.up", batch=batch, in_features=h, out_features=i, bias=cfg.bias, tokens=tokens),
+                Activation("mlp.act", numel=rows * i, fn="silu"),
+                Elementwise("mlp.gate_mul", numel=rows * i, inputs=2, op="mul"),
+                Linear("mlp.down", batch=batch, in_features=i, out_features=h, bias=cfg.bias, tokens=tokens)]
+    return [Linear("mlp.fc", batch=batch, in_features=h, out_features=i, bias=cfg.bias, tokens=tokens),
+            Activation("mlp.act", numel=rows * i, fn="gelu"),
+            Linear("mlp.proj", batch=batch, in_features=i, out_features=h, bias=cfg.bias, tokens=tokens)]
+
+
+def eager_kernels(cfg: DecoderConfig, op: Op) -> tuple[int, int]:
+    """(kernels, of which no-ops in fp32) eager transformers launches for `op` of this architecture."""
+    if isinstance(op, LayerNorm):
+        return (1, 0) if cfg.layer_norm else (RMSNORM_KERNELS, FP32_NOOP_CASTS)
+    if isinstance(op, CachedAttention):
+        return CACHED_ATTENTION_KERNELS, 0
+    if op.name.startswith("attn.rope"):
+        return ROPE_KERNELS, 0
+    if isinstance(op, Activation) and op.fn == "gelu":
+        return GELU_NEW_KERNELS, 0
+    return 1, 0
+
+
+def layer_ops(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_element_ratio: float) -> list[Op]:
+    """One decoder layer over `tokens` new tokens per sequence attending to `context` (new ones included).
+    GPT-2 projects q, k and v with one fused layer (c_attn); Llama-style models with three."""
+    rows = batch * tokens
+    h, kv = cfg.hidden, cfg.kv_width
+    qkv_bias = cfg.bias or cfg.qkv_bias
+    ops: list[Op] = [LayerNorm("attn.norm", rows=rows, features=h)]
+    if cfg.learned_positions:
+        ops.append(Linear("attn.c_attn", batch=batch, in_features=h, out_features=h + 2 * kv, bias=qkv_bias,
+                          tokens=tokens))
+    else:
+        ops += [
+            Linear("attn.q_proj", batch=batch, in_features=h, out_features=h, bias=qkv_bias, tokens=tokens),
+            Linear("attn.k_proj", batch=batch, in_features=h, out_features=kv, bias=qkv_bias, tokens=tokens),
+            Linear("attn.v_proj", batch=batch, in_features=h, out_features=kv, bias=qkv_bias, tokens=tokens),
+        ]
+    if not cfg.learned_positions:
+        ops += [Elementwise("attn.rope_q", numel=rows * h, inputs=3, op="mul"),
+                Elementwise("attn.rope_k", numel=rows * kv, inputs=3, op="mul")]
+    ops += [
+        CachedAttention("attn.sdpa", batch=batch, heads=cfg.heads, seq_q=tokens, seq_kv=context,
+                        head_dim=cfg.head_dim, causal=tokens != 1, kv_heads=cfg.kv_heads,
+                        kv_element_ratio=kv_element_ratio),
+        Linear("attn.o_proj", batch=batch, in_features=h, out_features=h, bias=cfg.bias, tokens=tokens),
+        Elementwise("attn.residual", numel=rows * h, inputs=2, op="add"),
+        LayerNorm("mlp.norm", rows=rows, features=h),
+        *_mlp(cfg, batch, tokens),
+        Elementwise("mlp.residual", numel=rows * h, inputs=2, op="add"),
+    ]
+    return ops
+
+
+def _check(cfg: DecoderConfig, batch: Any, tokens: Any, context: Any) -> None:
+    """Concrete sizes are checked; sympy symbols (for `analyze --symbolic`) are positive by definition."""
+    if not all(isinstance(v, int) for v in (batch, tokens, context)):
+        return
+    if batch < 1 or tokens < 1:
+        raise ConfigError(f"batch ({batch}) and tokens ({tokens}) must be positive")
+    if context > cfg.max_positions:
+        raise ConfigError(f"{cfg.name}: context of {context} tokens exceeds the model's maximum of "
+                          f"{cfg.max_positions} (max_position_embeddings)")
+
+
+def phase(cfg: DecoderConfig, name: str, batch: int, tokens: int, context: int,
+          kv_element_ratio: float = 1.0) -> Phase:
+    """Embedding, `layers` decoder layers, final norm, lm_head on the last position, argmax."""
+    _check(cfg, batch, tokens, context)
+    rows = batch * tokens
+    head: list[Op] = [Embedding("embed.tokens", num_embeddings=cfg.vocab, dim=cfg.hidden, tokens=rows)]
+    if cfg.learned_positions:
+        head += [Embedding("embed.positions", num_embeddings=cfg.max_positions, dim=cfg.hidden, tokens=rows),
+                 Elementwise("embed.add", numel=rows * cfg.hidden, inputs=2, op="add")]
+    tail: list[Op] = [
+        LayerNorm("final.norm", rows=rows, features=cfg.hidden),
+        Linear("lm_head", batch=batch, in_features=cfg.hidden, out_features=cfg.vocab, bias=False,
+               tied=cfg.tied_embeddings),
+        Reduce("sample.argmax", numel_in=batch * cfg.vocab, numel_out=batch),
+    ]
+    steps = ([Step(op, 1, *eager_kernels(cfg, op)) for op in head]
+             + [Step(op, cfg.layers, *eager_kernels(cfg, op))
+                for op in layer_ops(cfg, batch, tokens, context, kv_element_ratio)]
+             + [Step(op, 1, *eager_kernels(cfg, op)) for op in tail])
+    return Phase(name, batch, tokens, context, tuple(steps))
+
+
+def prefill(cfg: DecoderConfig, batch: int, prompt: int, kv_element_ratio: float = 1.0) -> Phase:
+    return phase(cfg, "prefill", batch, prompt, prompt, kv_element_ratio)
+
+
+def decode(cfg: DecoderConfig, batch: int, context: int, kv_element_ratio: float = 1.0) -> Phase:
+    """One decode step: one new token per sequence, attending to `context` tokens (itself included)."""
+    return phase(cfg, "decode", batch, 1, context, kv_element_ratio)
+
+
+def kv_cache_bytes_per_token(cfg: DecoderConfig, kv_bytes: float) -> float:
+    """K and V of every layer for one token: 2 x layers x kv_heads x head_dim x bytes."""
+    return 2.0 * cfg.layers * cfg.kv_width * kv_bytes

@@ -1,0 +1,120 @@
+"""Ops of a language model served token by token: attention over a KV cache with grouped KV heads, and a
+mixture-of-experts layer that reads only the experts its tokens are routed to."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from roofline.workload.ops._shape import positive
+from roofline.workload.ops.attention import Attention
+from roofline.workload.ops.base import GemmView, Num, Traffic
+from roofline.workload.ops.gemm import Linear
+
+KV_BLOCK = 64
+"""Keys a FlashAttention kernel loads per block (FlashAttention-2, Dao 2023, section 3: blocks of 64 or 128
+keys): the last block is computed whole and masked, so the key length is padded to a multiple of it, which
+also keeps the products' depth aligned for the tensor cores whatever the context length."""
+
+
+@dataclass
+class CachedAttention(Attention):
+    """`seq_q` new tokens per sequence attend over `seq_kv` cached ones (the new ones included), with
+    `kv_heads` key/value heads shared by groups of heads / kv_heads query heads (GQA; MQA at 1).
+
+    Prefill is seq_q = seq_kv = P, causal; decode is seq_q = 1 over seq_kv = context. FLOPs are those of
+    `Attention` (4 b h kept d plus the softmax). Traffic: Q read, O written, and the cache: K and V of
+    kv_heads read once per (sequence, KV head) and the new tokens' K and V appended. The cache may be stored
+    in a narrower dtype than activations (fp8 KV): `kv_element_ratio` is kv bytes / activation bytes, so the
+    cache's bytes enter the activation traffic at their own size.
+    """
+
+    kv_heads: int = 1
+    kv_element_ratio: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        positive(kv_heads=self.kv_heads)
+        if self.heads % self.kv_heads:
+            raise ValueError(f"{self.kv_heads} KV heads do not divide {self.heads} query heads")
+
+    @property
+    def group(self) -> int:
+        return self.heads // self.kv_heads
+
+    def gemm_views(self, pass_: str) -> list[GemmView]:
+        """Per (sequence, KV head): the group's query rows against the shared K, then P against V."""
+        if pass_ != "forward":
+            return []
+        rows = math.ceil(self.kept / self.seq_kv) * self.group
+        keys = math.ceil(self.seq_kv / KV_BLOCK) * KV_BLOCK
+        depth = math.ceil(math.ceil(self.kept / self.seq_q) / KV_BLOCK) * KV_BLOCK
+        pairs = self.batch * self.kv_heads
+        return [GemmView(rows, keys, self.head_dim, pairs),
+                GemmView(self.seq_q * self.group, self.head_dim, depth, pairs)]
+
+    def traffic(self, pass_: str) -> Traffic:
+        if pass_ != "forward":
+            return Traffic()
+        q = self.batch * self.heads * self.seq_q * self.head_dim
+        cache = 2 * self.batch * self.kv_heads * self.seq_kv * self.head_dim * self.kv_element_ratio
+        appended = 2 * self.batch * self.kv_heads * self.seq_q * self.head_dim * self.kv_element_ratio
+        return Traffic(activations_read=q + cache, activations_written=q + appended)
+
+    def cache_bytes_read(self, kv_bytes: float) -> Num:
+        """Bytes of K and V this pass reads from the cache."""
+        return 2 * self.batch * self.kv_heads * self.seq_kv * self.head_dim * kv_bytes
+
+    def shapes(self) -> str:
+        return (f"{self.batch}x{self.heads}x{self.seq_q}x{self.head_dim} over {self.seq_kv} cached "
+                f"({self.kv_heads} KV heads){', causal' if self.causal else ''}")
+
+
+def expected_distinct_experts(tokens: float, experts: int, top_k: int) -> float:
+    """Experts at least one of `tokens` tokens is routed to, each token choosing top_k distinct experts out
+    of `experts` uniformly: an expert is missed by one token with probability 1 - k/E, by all with
+    (1 - k/E)^T, so E (1 - (1 - k/E)^T) are read. At T = 1 that is k; it approaches E as T grows.
+    Real routers are not uniform; this is the balanced-load case their auxiliary losses aim for."""
+    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+
+
+@dataclass
+class ExpertLinear(Linear):
+    """One projection of a mixture-of-experts MLP: `experts` weight matrices, of which `experts_used` are read
+    (`expected_distinct_experts`); the batch's routed rows (rows x top_k) are split evenly among them.
+    Parameters count all experts; weight traffic only the ones used."""
+
+    experts: int = 1
+    top_k: int = 1
+    experts_used: float = 1.0
+    kind: str = field(init=False, default="gemm")
+
+    @property
+    def routed_rows(self) -> Num:
+        return self.rows * self.top_k
+
+    def gemm_views(self, pass_: str) -> list[GemmView]:
+        if pass_ != "forward":
+            return []
+        per_expert = max(1, math.ceil(self.routed_rows / self.experts_used))
+        return [GemmView(per_expert, self.out_features, self.in_features, math.ceil(self.experts_used))]
+
+    def flops(self, pass_: str) -> Num:
+        return 2 * self.routed_rows * self.in_features * self.out_features if pass_ == "forward" else 0
+
+    def traffic(self, pass_: str) -> Traffic:
+        if pass_ != "forward":
+            return Traffic()
+        return Traffic(activations_read=self.routed_rows * self.in_features,
+                       activations_written=self.routed_rows * self.out_features,
+                       weights_read=self.experts_used * self.in_features * self.out_features)
+
+    def params(self) -> Num:
+        return self.experts * self.in_features * self.out_features
+
+    def param_sizes(self) -> list[Num]:
+        return [self.params()]
+
+    def shapes(self) -> str:
+        return (f"{self.rows} tokens x top-{self.top_k} over {self.experts_used:.2f} of {self.experts} experts: "
+                f"{self.in_features} -> {self.out_features}")

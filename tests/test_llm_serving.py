@@ -1,0 +1,191 @@
+"""LLM serving predictions: DESIGN's JSON keys, mechanisms checked by closed forms, bad input -> exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import cli
+from roofline.hardware import find_profile
+from roofline.model.llm_precision import serving_precision
+from roofline.model.llm_step import predict_serving, weight_bytes
+from roofline.workload.llm.builtins import get_config
+
+LAYER_KEYS = {"name", "op", "flops", "bytes", "time_s", "bound"}
+
+
+def run_json(capsys, *argv: str) -> dict:
+    assert cli.main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def run_error(capsys, *argv: str) -> str:
+    assert cli.main(list(argv)) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    return lines[0]
+
+
+@pytest.mark.parametrize("gpu", ["a100", "h100"])
+def test_predict_json_has_the_design_keys(capsys, gpu):
+    out = run_json(capsys, "predict", "--model", "llama-3-8b", "--gpu", gpu, "--prompt-len", "1024",
+                   "--output-len", "256", "--batch", "16", "--precision", "int4")
+    assert {"ttft_s", "tpot_s", "tokens_per_s", "memory", "phases"} <= set(out)
+    assert set(out["memory"]) >= {"weights", "kv_cache", "activations", "workspace"}
+    for phase in ("prefill", "decode"):
+        rows = out["phases"][phase]["layers"]
+        assert rows and all(set(r) >= LAYER_KEYS for r in rows)
+    # 16 sequences x 256 tokens over TTFT + 255 x TPOT
+    assert out["tokens_per_s"] == pytest.approx(16 * 256 / (out["ttft_s"] + 255 * out["tpot_s"]))
+    # KV cache: 16 x 1280 tokens x 131072 B (2 x 32 layers x 8 KV heads x 128 x 2 B)
+    assert out["memory"]["kv_cache"] == 16 * 1280 * 131072
+
+
+def test_int4_weight_bytes_closed_form():
+    cfg = get_config("llama-2-7b")
+    # linear weights: 6738415616 params - 2 x 32000 x 4096 embedding/lm_head... lm_head is a linear layer:
+    # linear = 32 x (4 x 4096^2 + 3 x 4096 x 11008) + 32000 x 4096 = 6607077376; the rest (token table and
+    # 65 RMSNorm weights) = 131338240 at 2 bytes; int4 g128: 0.5 + 4 / 128 bytes per linear weight
+    expected = 6607077376 * (0.5 + 4 / 128) + 131338240 * 2
+    assert weight_bytes(cfg, serving_precision("int4", group_size=128)) == pytest.approx(expected)
+
+
+def test_decode_at_batch_one_is_weight_bandwidth_bound_on_a_gpu():
+    """With a captured graph, bf16 decode of a 7B model reads ~13.5 GB per token: its time is at least weight
+    bytes / DRAM bandwidth and at most that plus one kernel floor (launch_s) for each of its kernels (the small
+    norms, adds and rope ops are each shorter than a launch), and int8 weights (half the bytes) are faster but
+    less than 2x (the same kernel floors, and dequantisation)."""
+    hw = find_profile("a100-sxm4-80gb")
+    cfg = get_config("llama-2-7b")
+    bf16 = predict_serving(cfg, hw, serving_precision("bf16"), 1, 8, 64, "graph")
+    floor = bf16.memory.weights / bf16.ceilings.dram.bandwidth_bytes_per_s
+    kernels = sum(n for _, n in bf16.decode.costs)
+    assert floor <= bf16.tpot_s <= floor + kernels * bf16.ceilings.launch_s
+    int8 = predict_serving(cfg, hw, serving_precision("int8"), 1, 8, 64, "graph")
+    assert 1.0 < bf16.tpot_s / int8.tpot_s < 2.0
+
+
+def test_eager_runtime_costs_more_per_token_than_a_graph():
+    hw = find_profile("h100")
+    cfg = get_config("llama-2-7b")
+    eager = predict_serving(cfg, hw, serving_precision("bf16"), 1, 8, 64, "eager")
+    graph = predict_serving(cfg, hw, serving_precision("bf16"), 1, 8, 64, "graph")
+    assert eager.tpot_s > graph.tpot_s
+
+
+def test_moe_reads_more_experts_at_larger_batch():
+    hw = find_profile("h100")
+    cfg = get_config("mixtral-8x7b")
+    one = predict_serving(cfg, hw, serving_precision("int4"), 1, 8, 8, "graph")
+    many = predict_serving(cfg, hw, serving_precision("int4"), 64, 8, 8, "graph")
+    assert many.decode.bytes > 2 * one.decode.bytes
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("--model", "llama-3-8b", "--gpu", "a100", "--prompt-len", "8000", "--output-len", "500"), "maximum"),
+    (("--model", "llama-2-70b", "--gpu", "a100-sxm4-40gb", "--prompt-len", "16", "--output-len", "16"),
+     "needs"),
+    (("--model", "llama-3-8b", "--gpu", "a100", "--precision", "int3"), "unknown serving precision"),
+    (("--model", "llama-3-8b", "--gpu", "a100", "--kv-precision", "int2"), "unknown KV cache precision"),
+    (("--model", "llama-3-8b", "--cpu", "textbook", "--runtime", "graph"), "needs a GPU"),
+    (("--model", "missing/config.json", "--gpu", "a100"), "no such config file"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, argv, message):
+    assert message in run_error(capsys, "predict", *argv)
+
+
+def test_advise_serve_keys_targets_and_memory(capsys):
+    out = run_json(capsys, "advise", "--model", "llama-3-8b", "--gpu", "h100", "--serve", "--prompt-len", "1024",
+                   "--output-len", "256", "--tpot-ms", "20", "--runtime", "graph")
+    rec = out["recommended"]
+    assert {"batch_size", "precision", "kv_precision"} <= set(rec)
+    rows = out["sweep"]
+    assert rows and all({"ttft_s", "tpot_s", "tokens_per_s", "batch_size", "precision"} <= set(r) for r in rows)
+    chosen = [r for r in rows if r["batch_size"] == rec["batch_size"] and r["precision"] == rec["precision"]
+              and r["kv_precision"] == rec["kv_precision"]]
+    assert chosen and chosen[0]["tpot_s"] <= 0.020
+    assert rec["tokens_per_s"] == max(r["tokens_per_s"] for r in rows if r["tpot_s"] <= 0.020)
+    # the largest batch that fits: bf16 weights 16.06 GB + B x 1280 tokens x 131072 B (+ activations) within
+    # 80 GiB less the workspace; the KV cache alone bounds it by (80 GiB - 16.06 GB) / 167.8 MB = 416
+    assert out["max_batch_size_by_precision"]["bf16/fp16"] < 416
+    assert len(out["reasons"]) >= 4
+
+
+def test_advise_serve_is_fast_and_torch_free():
+    """`advise --serve` must not import torch and answers in well under a second of CPU time."""
+    import subprocess
+    import sys
+
+    code = "\n".join([
+        "import contextlib, io, resource, sys",
+        "import cli",
+        "argv = ['advise', '--model', 'llama-3-8b', '--gpu', 'a100', '--serve', '--prompt-len', '512',"
+        " '--output-len', '128', '--json']",
+        "with contextlib.redirect_stdout(io.StringIO()):",
+        "    cli.main(argv)",
+        "print('torch' in sys.modules, resource.getrusage(resource.RUSAGE_SELF).ru_utime)",
+    ])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1]).stdout.split()
+    assert out[0] == "False"
+    assert float(out[1]) < 1.0
+
+
+def test_validate_serve_times_transformers_generate(capsys, tmp_path):
+    """A two-layer Llama-shaped config, built by transformers with random weights, timed live on the CPU; the
+    document carries both phases predicted and measured (no accuracy claim: the machine may be loaded)."""
+    pytest.importorskip("transformers")
+    path = tmp_path / "tiny" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+                                "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+                                "vocab_size": 256, "max_position_embeddings": 128}))
+    textbook = str(Path(__file__).resolve().parents[1] / "hardware_profiles" / "cpu" / "textbook-cpu.yaml")
+    out = run_json(capsys, "validate", "--model", str(path), "--serve", "--hw", textbook, "--prompt-len", "8",
+                   "--output-len", "4", "--repeats", "1")
+    run = out["runs"][0]
+    for phase in ("prefill", "decode"):
+        assert run[phase]["measured_s"] > 0 and run[phase]["predicted_s"] > 0
+    assert set(out["median_abs_error_pct_by_phase"]) == {"prefill", "decode"}
+
+
+@pytest.mark.parametrize("argv", [
+    ("predict", "--model", "llama-3-8b", "--gpu", "h100", "--prompt-len", "256", "--output-len", "64"),
+    ("advise", "--model", "mixtral-8x7b", "--gpu", "h100", "--serve", "--prompt-len", "256", "--output-len", "64",
+     "--tpot-ms", "40"),
+])
+def test_human_views_render(capsys, argv):
+    assert cli.main(list(argv)) == 0
+    out = capsys.readouterr().out
+    assert "time" in out.lower() and "tokens/s" in out
+
+
+def test_analyze_symbolic_phases(capsys):
+    out = run_json(capsys, "analyze", "--model", "llama-2-7b", "--symbolic")
+    decode = out["symbolic"]["decode"]
+    # KV cache read per token of context: 2 x 32 layers x 4096 x 2 bytes = 524288 B per sequence
+    assert "524288.0*B*c" in decode["bytes"]
+    # attention FLOPs per key: 32 layers x (4 x 32 heads x 128 + 5 x 32 softmax) = 529408 per sequence
+    assert "529408*B*c" in decode["flops"]
+    assert {"flops", "bytes"} <= set(out["symbolic"]["prefill"])
+    assert out["totals"]["params"] == 6738415616
+
+
+def test_advise_serve_plot(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "serve.png"
+    out = run_json(capsys, "advise", "--model", "gpt2", "--gpu", "a100", "--serve", "--prompt-len", "128",
+                   "--output-len", "32", "--plot", str(target))
+    assert out["plot"] == [str(target)] and target.stat().st_size > 0
+
+
+def test_zoo_gpt2_stays_a_whole_step_unless_serving_is_asked(capsys):
+    step = run_json(capsys, "predict", "--model", "gpt2", "--gpu", "v100", "--precision", "fp16")
+    assert "step_time_s" in step and "ttft_s" not in step
+    served = run_json(capsys, "predict", "--model", "gpt2", "--gpu", "v100", "--precision", "fp16",
+                      "--prompt-len", "128", "--output-len", "16")
+    assert "ttft_s" in served

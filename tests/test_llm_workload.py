@@ -1,0 +1,135 @@
+"""Decoder configs and the prefill/decode op lists, against independent references: transformers' own
+parameter counts (models built on the meta device from the same config), published counts, closed forms."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from roofline.workload.llm.builtins import BUILTINS, get_config
+from roofline.workload.llm.config import ConfigError, read_hf_config
+from roofline.workload.llm.phases import decode, kv_cache_bytes_per_token, prefill
+from roofline.workload.ops.serving import CachedAttention, expected_distinct_experts
+
+HF_KEYS = {
+    "gpt2": ("gpt2", {}),
+    "llama-2-7b": ("llama", {}),
+    "llama-3-8b": ("llama", {}),
+    "mistral-7b": ("mistral", {}),
+    "mixtral-8x7b": ("mixtral", {}),
+    "qwen2.5-7b": ("qwen2", {}),
+    "phi-3-mini": ("phi3", {}),
+}
+
+
+def _hf_dict(name: str) -> dict:
+    c = BUILTINS[name]
+    model_type, _ = HF_KEYS[name]
+    if model_type == "gpt2":
+        return {"model_type": "gpt2", "n_embd": c.hidden, "n_layer": c.layers, "n_head": c.heads,
+                "vocab_size": c.vocab, "n_positions": c.max_positions}
+    raw = {"model_type": model_type, "hidden_size": c.hidden, "num_hidden_layers": c.layers,
+           "num_attention_heads": c.heads, "num_key_value_heads": c.kv_heads, "intermediate_size": c.intermediate,
+           "vocab_size": c.vocab, "max_position_embeddings": c.max_positions, "tie_word_embeddings": False}
+    if c.experts > 1:
+        raw.update(num_local_experts=c.experts, num_experts_per_tok=c.top_k)
+    return raw
+
+
+@pytest.mark.parametrize("name", sorted(HF_KEYS))
+def test_params_match_transformers_meta_model(name, tmp_path):
+    """transformers builds the architecture from the config on the meta device (no memory, no download) and
+    counts its parameters: an independent count of the same shapes. The config also round-trips through our
+    config.json reader."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    raw = _hf_dict(name)
+    config = transformers.AutoConfig.for_model(**raw)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    expected = sum(p.numel() for p in model.parameters())
+    path = tmp_path / name / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(raw))
+    assert read_hf_config(str(path)).params() == expected
+    assert BUILTINS[name].params() == expected
+
+
+def test_published_parameter_counts():
+    # Mixtral paper (Jiang et al. 2024), quoted at https://ajkdrag.in/2-Zettels/56B-or-47B-in-Mixtral-8x7B-MoE:
+    # 46.7B parameters in total, 12.9B used per token
+    mixtral = get_config("mixtral-8x7b")
+    assert mixtral.params() / 1e9 == pytest.approx(46.7, abs=0.05)
+    assert mixtral.active_params() / 1e9 == pytest.approx(12.9, abs=0.05)
+    # Llama 2 paper's sizes 7B, 13B, 70B (names rounded to the billion); 70B is "70B" at 69.0B
+    assert get_config("llama-2-7b").params() / 1e9 == pytest.approx(6.74, abs=0.01)
+    assert get_config("llama-2-70b").params() / 1e9 == pytest.approx(69.0, abs=0.05)
+
+
+def test_kv_cache_per_token_closed_form():
+    # Llama-2-7B: 2 (K, V) x 32 layers x 32 heads x 128 dims x 2 bytes = 524288 B = 0.5 MiB per token
+    assert kv_cache_bytes_per_token(get_config("llama-2-7b"), 2) == 524288
+    # Llama-3-8B (GQA, 8 KV heads): 2 x 32 x 8 x 128 x 2 = 131072 B
+    assert kv_cache_bytes_per_token(get_config("llama-3-8b"), 2) == 131072
+
+
+def test_decode_attention_reads_the_cache_once_per_kv_head():
+    a = CachedAttention("a", batch=2, heads=32, seq_q=1, seq_kv=100, head_dim=128, kv_heads=8)
+    # cache read: 2 (K, V) x 2 seqs x 8 KV heads x 100 tokens x 128 = 409600; q: 2 x 32 x 128 = 8192
+    assert a.traffic("forward").activations_read == 409600 + 8192
+    # FLOPs: 4 x (2 x 32 pairs) x 100 keys x 128 + 5 x 64 x 100 softmax = 3276800 + 32000
+    assert a.flops("forward") == 3308800
+
+
+def test_expected_experts():
+    assert expected_distinct_experts(1, 8, 2) == pytest.approx(2.0)
+    # two tokens: 8 x (1 - (6/8)^2) = 8 x 0.4375 = 3.5
+    assert expected_distinct_experts(2, 8, 2) == pytest.approx(3.5)
+    assert expected_distinct_experts(256, 8, 2) == pytest.approx(8.0)
+
+
+def test_decode_flops_near_two_per_weight():
+    """Decode does 2 FLOPs per weight per token (a MAC per weight) plus attention: for one token at short
+    context, within 1% of 2 x (params - embedding table) for Llama-2-7B."""
+    cfg = get_config("llama-2-7b")
+    d = decode(cfg, batch=1, context=16)
+    assert d.flops() == pytest.approx(2 * (cfg.params() - cfg.vocab * cfg.hidden), rel=0.01)
+    p = prefill(cfg, batch=1, prompt=16)
+    assert p.flops() > 15 * d.flops()
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 2, "vocab_size": 10,
+      "max_position_embeddings": 64}, "missing 'intermediate_size'"),
+    ({"hidden_size": 4000, "num_attention_heads": 48, "num_hidden_layers": 2, "vocab_size": 10,
+      "intermediate_size": 64, "max_position_embeddings": 64}, "do not divide the hidden size"),
+    ({"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 5, "num_hidden_layers": 2,
+      "vocab_size": 10, "intermediate_size": 64, "max_position_embeddings": 64}, "key/value heads"),
+    ({"hidden_size": "big", "num_attention_heads": 32, "num_hidden_layers": 2, "vocab_size": 10,
+      "intermediate_size": 64, "max_position_embeddings": 64}, "wrong type|positive integer"),
+    ([1, 2], "JSON object"),
+])
+def test_bad_configs_raise_config_error(raw, message, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(ConfigError, match=message):
+        read_hf_config(str(path))
+
+
+def test_context_beyond_maximum():
+    with pytest.raises(ConfigError, match="exceeds the model's maximum of 1024"):
+        prefill(get_config("gpt2"), batch=1, prompt=2048)
+
+
+def test_eager_kernel_counts_follow_each_architecture():
+    """transformers' LlamaRMSNorm launches 8 kernels (2 of them casts, no-ops in fp32), GPT-2's LayerNorm 1;
+    GPT-2 projects q, k, v with one fused c_attn, Llama with three."""
+    llama = {s.op.name: s for s in decode(get_config("llama-2-7b"), 1, 8).steps}
+    gpt2 = {s.op.name: s for s in decode(get_config("gpt2"), 1, 8).steps}
+    assert (llama["attn.norm"].kernels, llama["attn.norm"].fp32_noop) == (8, 2)
+    assert (gpt2["attn.norm"].kernels, gpt2["attn.norm"].fp32_noop) == (1, 0)
+    assert "attn.c_attn" in gpt2 and "attn.q_proj" not in gpt2
+    assert {"attn.q_proj", "attn.k_proj", "attn.v_proj"} <= set(llama)
+    # c_attn: 768 -> 3 x 768 with bias, the same parameters as three 768 -> 768 layers
+    assert gpt2["attn.c_attn"].op.params() == 768 * 2304 + 2304
