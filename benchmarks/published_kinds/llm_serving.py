@@ -85,4 +85,5 @@ def legend(dataset: dict[str, Any]) -> list[str]:
              f"{len(blocks)} source blocks; held out: {', '.join(b.id for b in held)} "
              f"({sum(len(b.rows) for b in held)} rows).",
              f"Held-out rule: {dataset.get('holdout_rule', 'not stated')}", "", "Sources:"]
-    return lines + [f"- `{b.id}`{' (held out)' if b.holdout else ''}: {b.citation or b.script} ({b.framework})" for b in blocks]
+    return lines + [f"- `{b.id}`{' (held out)' if b.holdout else ''}: {b.citation or b.script} ({b.framework})"
+                    for b in blocks]
