@@ -14,6 +14,7 @@ torch is imported inside functions only: importing this module stays cheap.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
@@ -24,7 +25,7 @@ from typing import Any
 from roofline.bench.timing import Measurement
 from roofline.errors import CalibrationMismatch, RooflineError
 from roofline.hardware.schema import Profile
-from roofline.trace import load_module
+from roofline.trace import load_module, user_code
 from roofline.workloads import ModelRequest, is_user_module
 
 MIN_TIMED_REPEATS = 5
@@ -528,8 +529,9 @@ def run_live(req: ModelRequest, device_name: str, batches: list[int], precision_
         example = live_input(req, module, batch)
         step = make_step(single_output(module) if train else module, example, device, precision.name, train,
                          optimizer)
-        live = _measure_batch(module, step, device, batch, f"{name} batch {batch}", budget_s, repeats, kind_steps,
-                              per_layer, count_faults)
+        with user_code(name, "its step") if is_user_module(name) else contextlib.nullcontext():
+            live = _measure_batch(module, step, device, batch, f"{name} batch {batch}", budget_s, repeats,
+                                  kind_steps, per_layer, count_faults)
         warnings.extend(live.measurement.warnings)
         out.append(live)
     return LiveRuns(name, device_name, precision.name, train, optimizer, environment, out, warnings)

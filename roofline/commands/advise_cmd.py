@@ -5,8 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from roofline.commands.common import add_hw_args, add_json_flag, print_json, selected_profile
-from roofline.commands.model_args import add_model_args
+from roofline.commands.common import (
+    add_hw_args,
+    add_json_flag,
+    integer,
+    number,
+    print_json,
+    selected_profile,
+    text,
+)
+from roofline.commands.model_args import MAX_RESERVE_BYTES, MAX_SYNC_POINTS, add_model_args
 
 
 def add_parser(subparsers: Any) -> None:
@@ -17,16 +25,19 @@ def add_parser(subparsers: Any) -> None:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--train", action="store_true", help="training steps (forward+backward+optimizer)")
     mode.add_argument("--infer", action="store_true", help="inference (the default)")
-    p.add_argument("--precision", default="auto", metavar="auto|P", help="auto (default) or one precision")
+    p.add_argument("--precision", type=text, default="auto", metavar="auto|P", help="auto (default) or one precision")
     p.add_argument("--optimizer", default="sgd", choices=["sgd", "momentum", "adam"])
     p.add_argument("--pinned", action="store_true", help="inputs in pinned memory (copies overlap compute)")
-    p.add_argument("--sync", type=int, default=0, metavar="N", help="sync points per step (e.g. loss.item())")
+    p.add_argument("--sync", type=integer(0, MAX_SYNC_POINTS), default=0, metavar="N",
+                   help="sync points per step (e.g. loss.item())")
     p.add_argument("--channels-last", action="store_true",
                    help="activations in NHWC (torch.channels_last): no layout transposes around tensor-core "
                         "convolutions")
-    p.add_argument("--reserve-bytes", type=float, metavar="BYTES", help="device memory unavailable to tensors")
-    p.add_argument("--plot", metavar="DIR|FILE.png|FILE.svg",
+    p.add_argument("--reserve-bytes", type=number(0, MAX_RESERVE_BYTES), metavar="BYTES",
+                   help="device memory unavailable to tensors")
+    p.add_argument("--plot", type=text, metavar="DIR|FILE.png|FILE.svg",
                    help="write the roofline and batch-sweep plots (into DIR as a PNG, or to FILE)")
+    p.add_argument("--force", action="store_true", help="let --plot replace an existing file")
     add_json_flag(p)
     p.set_defaults(handler=run)
 
@@ -65,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from roofline.report.plots import plot_path
 
-        plot_target = plot_path(args.plot, name, profile.name)
+        plot_target = plot_path(args.plot, name, profile.name, args.force)
     opts = StepOptions(train=args.train, optimizer=args.optimizer, pinned=args.pinned, sync_points=args.sync,
                        channels_last=args.channels_last,
                        reserve_bytes=args.reserve_bytes)
@@ -74,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if plot_target is not None:
         from roofline.report.plots import write_advice_plots
 
-        out["plot"] = write_advice_plots(advice, profile, plot_target)
+        out["plot"] = write_advice_plots(advice, profile, plot_target, args.force)
     if args.json:
         print_json(out)
         return 0

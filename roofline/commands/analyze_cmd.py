@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from roofline.commands.common import add_json_flag, print_json
+from roofline.commands.common import MAX_BATCH, add_json_flag, integer, print_json, text
 from roofline.commands.model_args import add_model_args, model_request
-from roofline.errors import RooflineError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -16,13 +15,13 @@ def add_parser(subparsers: Any) -> None:
                               description="Count what a model costs per layer; with --hw, where each layer "
                                           "crosses that device's ridge point.")
     add_model_args(p, allow_op=True)
-    p.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
-    p.add_argument("--precision", default="fp32", metavar="P", help="element size for bytes (default fp32)")
+    p.add_argument("--batch", type=integer(1, MAX_BATCH), default=1, help="batch size (default 1)")
+    p.add_argument("--precision", type=text, default="fp32", metavar="P", help="element size for bytes (default fp32)")
     p.add_argument("--train", action="store_true", help="count forward + both backward passes")
     hw = p.add_mutually_exclusive_group()
-    hw.add_argument("--hw", metavar="NAME|PATH", help="device whose ridge point each layer is compared with")
-    hw.add_argument("--gpu", metavar="NAME", help="a GPU profile")
-    hw.add_argument("--cpu", metavar="NAME", help="a CPU profile")
+    hw.add_argument("--hw", type=text, metavar="NAME|PATH", help="device whose ridge point each layer is compared with")
+    hw.add_argument("--gpu", type=text, metavar="NAME", help="a GPU profile")
+    hw.add_argument("--cpu", type=text, metavar="NAME", help="a CPU profile")
     p.add_argument("--symbolic", action="store_true", help="print FLOPs(B) and bytes(B) as formulas (sympy)")
     add_json_flag(p)
     p.set_defaults(handler=run)
@@ -45,8 +44,6 @@ def run(args: argparse.Namespace) -> int:
     from roofline.precision import get_precision
     from roofline.workloads import is_user_module, workload_builder
 
-    if args.batch < 1:
-        raise RooflineError(f"--batch {args.batch}: the batch size must be a positive integer")
     precision = get_precision(args.precision)
     name, build = workload_builder(model_request(args))
     workload = build(args.batch)

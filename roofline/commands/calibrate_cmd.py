@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from roofline.commands.common import add_json_flag, print_json
+from roofline.commands.common import add_json_flag, print_json, text
 from roofline.errors import RooflineError
 
 
@@ -22,11 +22,13 @@ def add_parser(subparsers) -> None:
                               "on CUDA) and write the measured ceilings into a profile.")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="what to measure (default cpu)")
     p.add_argument("--quick", action="store_true", help="sparser sweeps, shorter budgets (about 25 s on a 2-core CPU)")
-    p.add_argument("--out", metavar="FILE", help="where to write the profile (default: the calibrated directory)")
-    p.add_argument("--dtypes", metavar="LIST", help="GEMM dtypes to measure, e.g. fp32,bf16 (fp32 always is; "
+    p.add_argument("--out", type=text, metavar="FILE",
+                   help="where to write the profile (default: the calibrated directory)")
+    p.add_argument("--dtypes", type=text, metavar="LIST",
+                   help="GEMM dtypes to measure, e.g. fp32,bf16 (fp32 always is; "
                    "default: all this device runs, and numpy's)")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
-    p.add_argument("--hw", metavar="NAME|PATH", help="datasheet GPU profile to calibrate (default: matched)")
+    p.add_argument("--hw", type=text, metavar="NAME|PATH", help="datasheet GPU profile to calibrate (default: matched)")
     add_json_flag(p)
     p.set_defaults(handler=run)
 
@@ -55,12 +57,12 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from roofline import calibrate
+    from roofline.report.files import check_target
 
     plan = calibrate.Plan(args.device, args.quick, _dtypes(args.dtypes))
     profile = calibrate.base_profile(args.device, args.hw)
     path = _target(args, profile.name)
-    if path.exists() and not args.force:
-        raise RooflineError(f"{path} exists; pass --force to overwrite it")
+    check_target(path, "--out", args.force, parent_must_exist=args.out is not None)
     err = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err,
                   transient=args.json) as progress:

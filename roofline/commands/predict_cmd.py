@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from roofline.commands.common import add_hw_args, add_json_flag, parse_batches, print_json, selected_profile
+from roofline.commands.common import add_hw_args, add_json_flag, parse_batches, print_json, selected_profile, text
 from roofline.commands.model_args import add_model_args, add_step_args, model_request
 from roofline.errors import DoesNotFit, RooflineError
 from roofline.step import StepOptions, StepPrediction
@@ -16,7 +16,7 @@ def add_parser(subparsers: Any) -> None:
                               description="Predict one step of a model (or one op) on a device.")
     add_model_args(p, allow_op=True)
     add_hw_args(p)
-    p.add_argument("--batch", default="1", help="N, a list 1,8,32, or a range 1:1024 (default 1)")
+    p.add_argument("--batch", type=text, default="1", help="N, a list 1,8,32, or a range 1:1024 (default 1)")
     add_step_args(p)
     p.add_argument("--allow-oversize", action="store_true",
                    help="predict time even when the batch does not fit the device memory")
