@@ -2,7 +2,7 @@
 
 Before each of its PASSES passes over the grid the run calibrates this machine (`roofline calibrate`, in a
 child process), and it predicts every row with those calibrations combined figure by figure
-(`roofline.calibrate.combine`, written next to the results as accuracy-cpu-profile.yaml). On this shared VM
+(`roofline.measure.calibrate.combine`, written next to the results as accuracy-cpu-profile.yaml). On this shared VM
 the speed of everything drifts over minutes (a 512^3 fp32 product read 79 to 170 GFLOP/s within one hour,
 benchmarks/LOG.md): one calibration describes the minute it ran in, and a grid measured over the next ten
 minutes against it measures that drift as much as the cost model; calibrations spread over the passes describe
@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from roofline.bench.timing import SPREAD_WARN_REL_IQR, quantile
 from roofline.hardware.load import load_profile
 from roofline.hardware.schema import Profile
-from roofline.validate import LiveRuns, ProfileChoice, compare, error_pct, run_live, validation_dict
-from roofline.workloads import ModelRequest
+from roofline.measure.timing import SPREAD_WARN_REL_IQR, quantile
+from roofline.validate.run import LiveRuns, ProfileChoice, compare, error_pct, run_live, validation_dict
+from roofline.workload.request import ModelRequest
 
 MEDIAN_TARGET_PCT = 15.0
 WORST_TARGET_PCT = 40.0
@@ -164,7 +164,8 @@ def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
         f"{calibrated_speed(summary)}), the machine's drift. "
         "error = (predicted / measured - 1) x 100: negative means the prediction is too fast.",
         "fresh MB = memory first-touched per step, measured (minor page faults x page size: what the allocator "
-        "returned to the kernel and took again) / predicted (roofline.heap_requests: the step's heap requests "
+        "returned to the kernel and took again) / predicted (roofline.model.cpu_runtime.heap_requests: the "
+        "step's heap requests "
         "replayed on glibc's rules; in training, what the heap returns when no small block that outlives the "
         "step pins its top, an upper bound: processes of one script fault 0-100% of it). "
         "Per-kind columns: predicted vs torch.profiler self time (ms per step), the three kinds with the "
@@ -207,8 +208,8 @@ def machine_speed_flops_per_s() -> float:
     """fp32 GFLOP/s of a 512^3 product now (median sample, as calibration's curve records it): this shared
     machine's speed drifts by tens of percent over minutes, and a row's error is only as good as the
     assumption that the machine ran at its calibrated speed while the row was measured."""
-    from roofline.bench.gemm import _torch_call, gemm_flops
-    from roofline.bench.timing import Timer, last_level_cache_bytes
+    from roofline.measure.probes.gemm import _torch_call, gemm_flops
+    from roofline.measure.timing import Timer, last_level_cache_bytes
 
     call = _torch_call("fp32", SPEED_PROBE_N, "cpu", last_level_cache_bytes())
     return Timer(call, label="speed probe", work=gemm_flops(SPEED_PROBE_N, SPEED_PROBE_N, SPEED_PROBE_N),
@@ -289,7 +290,7 @@ def pooled(passes: list[dict[str, Any]]) -> dict[str, Any]:
 def calibrate(out: Path, quick: bool) -> str:
     """This machine calibrated now, in a child process (see the module doc), written to `out`; fp32 only, the
     grid's precision."""
-    from roofline.validate import calibrate_in_child
+    from roofline.validate.run import calibrate_in_child
 
     print(f"calibrating ({'quick' if quick else 'full'}) -> {out}", file=sys.stderr, flush=True)
     _, path, seconds = calibrate_in_child("cpu", quick=quick, out=str(out), dtypes="fp32")
@@ -298,9 +299,9 @@ def calibrate(out: Path, quick: bool) -> str:
 
 
 def combined_profile(paths: list[str], out: Path) -> ProfileChoice:
-    """The passes' calibrations combined figure by figure (`roofline.calibrate.combine`), written to `out`."""
-    from roofline.calibrate import combine, write_profile
+    """The passes' calibrations combined figure by figure (`roofline.measure.calibrate.combine`), written to `out`."""
     from roofline.hardware.load import load_profile
+    from roofline.measure.calibrate import combine, write_profile
 
     profiles = [load_profile(Path(p)) for p in paths]
     measured = [p.measured for p in profiles if p.measured is not None]

@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 
 from roofline.hardware import find_profile
-from roofline.memory import max_batch_that_fits
-from roofline.precision import get_precision
-from roofline.step import StepOptions, predict_step
-from roofline.zoo import build_workload
+from roofline.model.memory import max_batch_that_fits
+from roofline.model.step import StepOptions, predict_step
+from roofline.workload.precision import get_precision
+from roofline.workload.zoo import build_workload
 
 SOURCE = "https://github.com/NVIDIA/DeepLearningExamples/tree/master/PyTorch/Classification/ConvNets/resnet50v1.5"
 TOLERANCE = 0.30

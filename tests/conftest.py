@@ -1,8 +1,50 @@
-"""Fixtures shared by the cost-model tests."""
+"""Fixtures shared across test files: a temporary home for the whole session, one quick calibration shared by
+the tests that need a real one, and the cost-model tests' V100."""
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from roofline.hardware.load import SHIPPED_DIR, load_profile
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def temporary_home(tmp_path_factory):
+    """Every test, and every process a test starts, sees an empty home (HOME, XDG_CACHE_HOME and ROOFLINE_HOME
+    under a temporary directory): no test reads a calibration the user made, and none writes into the user's
+    cache, where it would change later runs."""
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(home))
+        patch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+        patch.setenv("ROOFLINE_HOME", str(home / ".cache" / "roofline"))
+        yield home
+
+
+@dataclass(frozen=True)
+class QuickCalibration:
+    document: dict
+    """What `roofline calibrate --quick --json` printed."""
+    path: Path
+    """The profile it wrote."""
+
+
+@pytest.fixture(scope="session")
+def quick_calibration(tmp_path_factory, temporary_home) -> QuickCalibration:
+    """One real `roofline calibrate --device cpu --quick` of this machine (tens of seconds), run once for the
+    session in its own process, as `roofline validate` runs it, and shared by every test that needs one."""
+    pytest.importorskip("torch")
+    out = tmp_path_factory.mktemp("calibration") / "cal.yaml"
+    done = subprocess.run([sys.executable, str(ROOT / "cli.py"), "calibrate", "--device", "cpu", "--quick", "--json",
+                           "--out", str(out)], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return QuickCalibration(json.loads(done.stdout), out)
 
 
 @pytest.fixture(scope="session")

@@ -4,14 +4,14 @@ from dataclasses import replace
 
 import pytest
 
-from roofline.allocator import MMAP_THRESHOLD_MAX_BYTES, TOP_PAD_BYTES, GlibcHeap, Request, replay
-from roofline.ceilings import ceilings_for
-from roofline.costmodel import CostContext, op_cost, with_first_touch
 from roofline.hardware import find_profile
-from roofline.ops import Elementwise, Linear
-from roofline.ops.base import Workload
-from roofline.precision import get_precision
-from roofline.step import StepOptions, predict_step
+from roofline.model.ceilings import ceilings_for
+from roofline.model.costmodel import CostContext, op_cost, with_first_touch
+from roofline.model.cpu_runtime.allocator import MMAP_THRESHOLD_MAX_BYTES, TOP_PAD_BYTES, GlibcHeap, Request, replay
+from roofline.model.step import StepOptions, predict_step
+from roofline.workload.ops import Elementwise, Linear
+from roofline.workload.ops.base import Workload
+from roofline.workload.precision import get_precision
 
 MIB = 2**20
 PAGE = 4096

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from cli import main
-from roofline import analyze
-from roofline.ops import Linear, Workload
-from roofline.precision import get_precision
+from roofline.advise import analyze
+from roofline.workload.ops import Linear, Workload
+from roofline.workload.precision import get_precision
 
 FP16 = get_precision("fp16")
 V100_RIDGE = 125e12 / 900e9  # fp16 tensor-core peak over HBM2 bandwidth, both from the V100 datasheet: 138.9 FLOP/B
@@ -42,7 +42,7 @@ def test_closed_form_agrees_with_sympy_solve():
 
 
 def test_elementwise_never_crosses():
-    from roofline.ops import Elementwise
+    from roofline.workload.ops import Elementwise
 
     def build(b):
         return Workload("add", b, [Elementwise("add", numel=1000 * b)], input_bytes=0)

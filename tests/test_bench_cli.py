@@ -60,7 +60,7 @@ def test_cuda_benchmarks_run():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    from roofline.bench import gemm, memory, overhead
+    from roofline.measure.probes import gemm, memory, overhead
 
     points = gemm.sweep("torch", "fp32", (256,), device="cuda", budget_s=0.1)
     assert points[0].flops_per_s > 0

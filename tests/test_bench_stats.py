@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline.bench import memory, strategies, transfer
-from roofline.bench.timing import (
+from roofline.lessons import strategies, transfer
+from roofline.measure.probes import memory
+from roofline.measure.timing import (
     MIN_SAMPLE_S,
     SPREAD_WARN_REL_IQR,
     Measurement,
@@ -20,7 +21,7 @@ from roofline.bench.timing import (
     quantile,
     rotation_count,
 )
-from roofline.ceilings import Ceilings, Level
+from roofline.model.ceilings import Ceilings, Level
 
 
 def test_quantile_matches_linear_interpolation():
@@ -238,7 +239,7 @@ def test_cold_timer_runs_its_setup_outside_the_clock_before_every_single_call():
 
 
 def test_interleaved_probes_pool_their_rounds_round_robin():
-    from roofline.bench.timing import interleaved
+    from roofline.measure.timing import interleaved
 
     order = []
     clock = FakeClock(forever(2e-3))
@@ -255,7 +256,7 @@ def test_interleaved_probes_pool_their_rounds_round_robin():
 
 
 def test_rotated_cold_probes_alternate_call_by_call_with_a_setup_before_each():
-    from roofline.bench.timing import rotated
+    from roofline.measure.timing import rotated
 
     events = []
     clock = FakeClock(forever(10e-6))
@@ -277,7 +278,7 @@ def test_rotated_cold_probes_alternate_call_by_call_with_a_setup_before_each():
 
 
 def test_windows_of_the_same_probes_pool_their_samples():
-    from roofline.bench.timing import pooled
+    from roofline.measure.timing import pooled
 
     a1 = Measurement("a", (1.0, 2.0), 1, "budget")
     a2 = Measurement("a", (3.0,), 1, "budget")
@@ -290,7 +291,7 @@ def test_windows_of_the_same_probes_pool_their_samples():
 
 
 def test_fixed_cost_probes_give_forward_and_backward_seconds_per_pass():
-    from roofline.bench.conv import per_pass
+    from roofline.measure.probes.conv import per_pass
 
     measured = {"1x1": Measurement("f", (50e-6,), 1, "budget"),
                 "1x1:training": Measurement("t", (170e-6,), 1, "budget")}

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from roofline import calibrate
-from roofline.bench.memory import Plateau
 from roofline.errors import CalibrationMismatch, RooflineError
 from roofline.hardware.load import load_profile
 from roofline.hardware.schema import Measured, MeasuredGemmPoint
+from roofline.measure import calibrate
+from roofline.measure.probes.memory import Plateau
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,12 +75,8 @@ def _cli(*args: str, env_home: Path) -> subprocess.CompletedProcess:
                           cwd=ROOT, timeout=120)
 
 
-def test_quick_calibration_end_to_end(tmp_path):
-    pytest.importorskip("torch")
-    out = tmp_path / "cal.yaml"
-    done = _cli("calibrate", "--device", "cpu", "--quick", "--json", "--out", str(out), env_home=tmp_path)
-    assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
+def test_quick_calibration_end_to_end(quick_calibration, tmp_path):
+    out, doc = quick_calibration.path, quick_calibration.document
     assert Path(doc["profile_path"]) == out.resolve()
     m = doc["measured"]
     assert {"fp32", "fp64", "bf16"} <= set(m["peak_flops"])
@@ -107,9 +102,9 @@ def test_quick_calibration_end_to_end(tmp_path):
 
 
 def test_remeasured_bandwidth_pools_both_windows_samples():
-    from roofline.bench.memory import BandwidthPoint
-    from roofline.bench.rounds import pool_points
-    from roofline.bench.timing import Measurement
+    from roofline.measure.probes.memory import BandwidthPoint
+    from roofline.measure.rounds import pool_points
+    from roofline.measure.timing import Measurement
 
     def point(kernel, size, *samples):
         return BandwidthPoint(kernel, size, Measurement("bw", tuple(samples), 1, "budget", work=1.0))
@@ -123,11 +118,12 @@ def test_remeasured_bandwidth_pools_both_windows_samples():
 
 
 def test_round_probes_pool_every_round_each_with_a_share_of_the_budget(monkeypatch):
-    from roofline.bench import conv, gemm, kernels, rounds
-    from roofline.bench.conv import SHAPES, ConvResult
-    from roofline.bench.gemm import GemmPoint, SkinnyPoint
-    from roofline.bench.kernels import KernelRate
-    from roofline.bench.timing import Measurement
+    from roofline.measure import rounds
+    from roofline.measure.probes import conv, gemm, kernels
+    from roofline.measure.probes.conv import SHAPES, ConvResult
+    from roofline.measure.probes.gemm import GemmPoint, SkinnyPoint
+    from roofline.measure.probes.kernels import KernelRate
+    from roofline.measure.timing import Measurement
 
     budgets: dict[str, list[float]] = {}
     calls = {"n": 0}
@@ -179,7 +175,7 @@ def test_round_probes_pool_every_round_each_with_a_share_of_the_budget(monkeypat
 def test_first_touch_probe_faults_every_page_it_fills():
     pytest.importorskip("torch")
     resource = pytest.importorskip("resource")
-    from roofline.bench.kernels import FP32_BYTES, _fresh_fill
+    from roofline.measure.probes.kernels import FP32_BYTES, _fresh_fill
 
     numel = 2**20 // FP32_BYTES
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -33,7 +33,7 @@ import cli
 from roofline.errors import RooflineError
 from roofline.hardware import load as hw_load
 from roofline.hardware.load import SHIPPED_DIR, load_profile
-from roofline.opspec import MAX_DIMENSION, _op_classes, _parameters, parse_op
+from roofline.workload.opspec import MAX_DIMENSION, _op_classes, _parameters, parse_op
 
 ROOT = Path(__file__).resolve().parents[1]
 TIME_BOUND_S = 10.0
@@ -522,7 +522,7 @@ def test_force_replaces_the_file_whole(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("failure", [OSError(28, "No space left on device"), KeyboardInterrupt()])
 def test_a_failed_write_leaves_the_old_file_and_no_partial_one(tmp_path, failure):
-    from roofline.report.files import write_atomically
+    from roofline.files import write_atomically
 
     target = tmp_path / "profile.yaml"
     target.write_bytes(KEEP)

@@ -11,12 +11,12 @@ import dataclasses
 
 import pytest
 
-from roofline.costmodel import CostContext, op_cost
 from roofline.hardware.derived import vector_peak
 from roofline.hardware.load import SHIPPED_DIR, load_profile
-from roofline.ops import Conv2d, Elementwise, Gemm, Linear, Workload
-from roofline.precision import get_precision
-from roofline.step import StepOptions, predict_step
+from roofline.model.costmodel import CostContext, op_cost
+from roofline.model.step import StepOptions, predict_step
+from roofline.workload.ops import Conv2d, Elementwise, Gemm, Linear, Workload
+from roofline.workload.precision import get_precision
 
 V100_TENSOR_FP16 = 125e12
 V100_HBM = 900e9

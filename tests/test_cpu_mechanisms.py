@@ -6,11 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from roofline.ceilings import ceilings_for
-from roofline.costmodel import CostContext, op_cost
 from roofline.hardware import find_profile
-from roofline.ops import BatchNorm, Elementwise, Pool2d
-from roofline.precision import get_precision
+from roofline.model.ceilings import ceilings_for
+from roofline.model.costmodel import CostContext, op_cost
+from roofline.workload.ops import BatchNorm, Elementwise, Pool2d
+from roofline.workload.precision import get_precision
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_dispatch_by_kind(textbook):
 
 
 def test_backward_convolution_uses_its_own_measured_efficiency(textbook):
-    from roofline.ops import Conv2d
+    from roofline.workload.ops import Conv2d
 
     dw = Conv2d("dw", n=16, c=72, h=32, w=32, k=72, r=3, s=3, pad=1, groups=72, bias=False)
     c = replace(textbook, conv_efficiency={"depthwise": 0.12, "depthwise:backward": 0.06})
@@ -63,7 +63,7 @@ def test_backward_convolution_uses_its_own_measured_efficiency(textbook):
 
 
 def test_nchw_convolution_pays_layout_conversion_at_the_cache_or_dram_rate(textbook):
-    from roofline.ops import Conv2d
+    from roofline.workload.ops import Conv2d
 
     c = replace(textbook, layout_conversion_bytes_per_s={"cache": 20e9, "dram": 2e9})
     llc = c.levels[-2].capacity_bytes
@@ -82,7 +82,7 @@ def test_nchw_convolution_pays_layout_conversion_at_the_cache_or_dram_rate(textb
 
 
 def test_depthwise_layers_take_their_own_measured_call_cost(textbook):
-    from roofline.ops import Conv2d
+    from roofline.workload.ops import Conv2d
 
     c = replace(textbook, dispatch_s_by_kind={"conv2d": 8e-6, "conv2d:depthwise": 60e-6})
     dw = Conv2d("dw", n=1, c=16, h=4, w=4, k=16, r=3, s=3, pad=1, groups=16)
@@ -95,7 +95,7 @@ def test_depthwise_layers_take_their_own_measured_call_cost(textbook):
 
 
 def test_convolution_efficiency_takes_out_the_measured_fixed_cost():
-    from roofline.bench.conv import kept_efficiencies
+    from roofline.measure.probes.conv import kept_efficiencies
 
     def efficiencies(points):
         return [e for _, e in kept_efficiencies([(0.0, ideal, t) for ideal, t in points], fixed_s=40e-6)]
@@ -109,8 +109,8 @@ def test_convolution_efficiency_takes_out_the_measured_fixed_cost():
 
 
 def test_convolution_efficiency_follows_the_weight_share_fitted_over_the_shapes():
-    from roofline.ceilings import fit_conv_efficiencies
     from roofline.hardware.schema import MeasuredConvPoint
+    from roofline.model.ceilings import fit_conv_efficiencies
 
     # three shapes on log(eff) = log(1.8) - 0.8 x share: the fit recovers the line and holds its ends
     pts = [MeasuredConvPoint(key="3x3", weight_share=x, efficiency=1.8 * math.exp(-0.8 * x)) for x in (0.02, 0.3, 0.95)]
@@ -127,9 +127,9 @@ def test_convolution_efficiency_follows_the_weight_share_fitted_over_the_shapes(
 
 
 def test_weight_heavy_convolution_takes_the_lower_measured_efficiency(textbook):
-    from roofline.ceilings import fit_conv_efficiencies, fit_gemm_curve
     from roofline.hardware.schema import MeasuredConvPoint
-    from roofline.ops import Conv2d
+    from roofline.model.ceilings import fit_conv_efficiencies, fit_gemm_curve
+    from roofline.workload.ops import Conv2d
 
     fits = fit_conv_efficiencies([MeasuredConvPoint(key="3x3", weight_share=0.0, efficiency=1.6),
                                   MeasuredConvPoint(key="3x3", weight_share=1.0, efficiency=0.8)])
@@ -148,8 +148,8 @@ def test_weight_heavy_convolution_takes_the_lower_measured_efficiency(textbook):
 
 
 def test_pytorch_cpu_convolution_backend_choice():
-    from roofline.costmodel import cpu_conv_backend
-    from roofline.ops import Conv2d
+    from roofline.model.costmodel import cpu_conv_backend
+    from roofline.workload.ops import Conv2d
 
     # checked against torch._C._select_conv_backend (torch 2.13, 2 threads / 1 thread)
     se_fc = Conv2d("fc", n=1, c=240, h=1, w=1, k=960, r=1, s=1)
@@ -165,7 +165,7 @@ def test_pytorch_cpu_convolution_backend_choice():
 
 
 def test_convolution_charges_its_fixed_cost_beyond_the_host_time_once_per_pass(textbook):
-    from roofline.ops import Conv2d
+    from roofline.workload.ops import Conv2d
 
     base = replace(textbook, conv_efficiency={"depthwise": 0.5, "depthwise:backward": 0.25},
                    dispatch_s_by_kind={"conv2d:depthwise": 10e-6})
@@ -184,7 +184,7 @@ def test_convolution_charges_its_fixed_cost_beyond_the_host_time_once_per_pass(t
 
 
 def test_quick_calibration_keeps_each_convolution_kinds_lowest_and_highest_weight_share():
-    from roofline.bench.conv import SHAPES, shapes
+    from roofline.measure.probes.conv import SHAPES, shapes
 
     quick = shapes(quick=True)
     for key in {sh.key for sh in SHAPES}:
@@ -193,8 +193,8 @@ def test_quick_calibration_keeps_each_convolution_kinds_lowest_and_highest_weigh
 
 
 def test_every_calibration_convolution_runs_on_onednn():
-    from roofline.bench.conv import SHAPES
-    from roofline.costmodel import cpu_conv_backend
+    from roofline.measure.probes.conv import SHAPES
+    from roofline.model.costmodel import cpu_conv_backend
 
     # an efficiency is oneDNN's: a shape on PyTorch's batch-1 fallback would say nothing of it
     for sh in SHAPES:
@@ -202,7 +202,7 @@ def test_every_calibration_convolution_runs_on_onednn():
 
 
 def test_nchw_depthwise_backward_takes_its_own_measured_kernel_without_conversion(textbook):
-    from roofline.ops import Conv2d
+    from roofline.workload.ops import Conv2d
 
     c = replace(textbook, conv_efficiency={"depthwise": 0.5, "depthwise:backward": 0.25,
                                            "depthwise:nchw": 0.4, "depthwise:nchw:backward": 0.05},
@@ -219,8 +219,8 @@ def test_nchw_depthwise_backward_takes_its_own_measured_kernel_without_conversio
 
 
 def test_weights_come_from_the_level_that_holds_the_whole_step(textbook):
-    from roofline.ceilings import Level
-    from roofline.ops import Linear
+    from roofline.model.ceilings import Level
+    from roofline.workload.ops import Linear
 
     c = replace(textbook, levels=(Level("L1", 64 * 2**10, 400e9), Level("L3", 32 * 2**20, 150e9),
                                            Level("DRAM", 2**34, 20e9)))

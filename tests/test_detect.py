@@ -1,4 +1,4 @@
-"""`roofline.detect`: this machine against what the OS reports by other routes, fake sysfs trees for the
+"""`roofline.hardware.detect`: this machine against what the OS reports by other routes, fake sysfs trees for the
 topologies this machine does not have, and a fake NVML module so the GPU path runs without a GPU."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from roofline import detect
 from roofline.hardware import derived as d
+from roofline.hardware import detect
 from roofline.hardware.schema import Measured
 
 SYS_CPU = Path("/sys/devices/system/cpu")

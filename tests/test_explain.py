@@ -8,7 +8,7 @@ import json
 import pytest
 
 import cli
-from roofline.explain import explain, gemm_crossover_n
+from roofline.advise.explain import explain, gemm_crossover_n
 from roofline.hardware import find_profile
 
 
@@ -84,3 +84,20 @@ def test_gpu_and_precision(capsys):
     assert out["gemm_crossover_n"] == pytest.approx(1.5 * 125e12 / 900e9 * 2)
     assert cli.main(["explain", "--cpu", "textbook", "--precision", "fp16"]) == 2
     assert "no fp16 peak" in capsys.readouterr().err
+
+
+def test_one_ridge_point_for_every_view(v100):
+    from roofline.hardware.derived import ridge_point, ridge_points
+    from roofline.model.ceilings import ceilings_for
+    from roofline.workload.precision import get_precision
+
+    # V100 datasheet: 125e12 FLOP/s (fp16 tensor cores) / 900e9 B/s = 138.9 FLOP/byte
+    assert ridge_point(125e12, 900e9) == pytest.approx(138.89, rel=1e-4)
+    assert ridge_points({"fp16": 125e12, "fp32": 15.7e12}, 900e9) == pytest.approx({"fp16": 138.89, "fp32": 17.44},
+                                                                                  rel=1e-3)
+    assert ridge_points({"fp32": 1.0}, 0.0) == {}
+    # the cost model's ceilings, hw show and explain agree on the same device and dtype
+    c = ceilings_for(v100, get_precision("fp16"))
+    assert c.ridge_point == pytest.approx(c.peak_flops_per_s / c.dram.bandwidth_bytes_per_s)
+    assert explain(v100, "fp16")["ridge_point"]["fp16"] == pytest.approx(
+        ridge_point(explain(v100, "fp16")["peak_flops"]["fp16"], 900e9))

@@ -2,8 +2,8 @@
 
 import pytest
 
-from roofline.ceilings import GemmFit, fit_gemm_curve
-from roofline.ops.base import GemmView
+from roofline.model.ceilings import GemmFit, fit_gemm_curve
+from roofline.workload.ops.base import GemmView
 
 
 def synthetic(t0, r_inf, n_half, sizes=(32, 64, 128, 256, 512, 1024)):
@@ -37,7 +37,7 @@ def test_equivalent_n_is_the_harmonic_mean_of_the_dimensions():
 
 
 def test_skinny_surface_interpolates_in_log_space_and_defers_to_the_square_curve():
-    from roofline.ceilings import skinny_rate
+    from roofline.model.ceilings import skinny_rate
 
     surface = ((1, 256, 10e9), (16, 256, 40e9), (1, 4096, 5e9), (16, 4096, 80e9))
     assert skinny_rate(surface, 1, 256) == pytest.approx(10e9)
@@ -53,11 +53,11 @@ def test_skinny_surface_interpolates_in_log_space_and_defers_to_the_square_curve
 def test_linear_layer_at_batch_four_runs_at_the_measured_skinny_rate():
     from dataclasses import replace
 
-    from roofline.ceilings import ceilings_for
-    from roofline.costmodel import CostContext, op_cost
     from roofline.hardware import find_profile
-    from roofline.ops import Linear
-    from roofline.precision import get_precision
+    from roofline.model.ceilings import ceilings_for
+    from roofline.model.costmodel import CostContext, op_cost
+    from roofline.workload.ops import Linear
+    from roofline.workload.precision import get_precision
 
     c = ceilings_for(find_profile("textbook", "cpu"), get_precision("fp32"))
     c = replace(c, skinny_gemm=((1, 1024, 20e9), (4, 1024, 30e9), (64, 1024, 120e9)), dispatch_s=0.0)
@@ -72,11 +72,11 @@ def test_linear_layer_at_batch_four_runs_at_the_measured_skinny_rate():
 def test_weight_gradient_at_batch_eight_runs_at_the_measured_outer_product_rate():
     from dataclasses import replace
 
-    from roofline.ceilings import ceilings_for
-    from roofline.costmodel import CostContext, op_cost
     from roofline.hardware import find_profile
-    from roofline.ops import Linear
-    from roofline.precision import get_precision
+    from roofline.model.ceilings import ceilings_for
+    from roofline.model.costmodel import CostContext, op_cost
+    from roofline.workload.ops import Linear
+    from roofline.workload.precision import get_precision
 
     c = ceilings_for(find_profile("textbook", "cpu"), get_precision("fp32"))
     c = replace(c, skinny_gemm=((1, 1024, 20e9), (64, 1024, 120e9)),

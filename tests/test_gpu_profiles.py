@@ -236,8 +236,8 @@ PUBLISHED = {
 
 @pytest.mark.parametrize("stem", sorted(PUBLISHED))
 def test_published_measurements_replace_the_datasheet(stem):
-    from roofline.ceilings import ceilings_for
-    from roofline.precision import get_precision
+    from roofline.model.ceilings import ceilings_for
+    from roofline.workload.precision import get_precision
 
     profile = load_profile(SHIPPED_DIR / "gpu" / f"{stem}.yaml")
     hbm, gemm = PUBLISHED[stem]
@@ -263,9 +263,9 @@ def test_published_measurements_replace_the_datasheet(stem):
 
 
 def test_a_calibration_of_this_gpu_outranks_the_published_measurements():
-    from roofline.ceilings import ceilings_for
     from roofline.hardware.schema import Measured
-    from roofline.precision import get_precision
+    from roofline.model.ceilings import ceilings_for
+    from roofline.workload.precision import get_precision
 
     a100 = load_profile(SHIPPED_DIR / "gpu" / "a100-sxm4-80gb.yaml")
     measured = Measured(peak_flops={"fp32": 19e12, "fp16": 240e12}, memory_bandwidth=1.6e12,

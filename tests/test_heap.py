@@ -12,7 +12,7 @@ import pytest
 PATTERN = """
 import resource, sys
 if sys.argv[1] == "fixed":
-    from roofline.bench.heap import keep_pages_mapped
+    from roofline.measure.probes.heap import keep_pages_mapped
     assert keep_pages_mapped()
 first = bytearray(20 * 2**20)
 del first

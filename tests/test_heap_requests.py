@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from roofline.allocator import Request, replay
-from roofline.ceilings import ceilings_for
-from roofline.costmodel import CostContext
 from roofline.hardware import find_profile
-from roofline.heap_requests import (
+from roofline.model.ceilings import ceilings_for
+from roofline.model.costmodel import CostContext
+from roofline.model.cpu_runtime.allocator import Request, replay
+from roofline.model.cpu_runtime.heap_requests import (
     conv_backward_temporaries,
     conv_layout,
     conv_temporaries,
@@ -19,12 +19,12 @@ from roofline.heap_requests import (
     inference_requests,
     training_requests,
 )
-from roofline.ops import Conv2d
-from roofline.ops.base import PASSES, Workload
-from roofline.precision import get_precision
-from roofline.step import executed
-from roofline.zoo import build_workload, list_models
-from roofline.zoo._graph import Graph
+from roofline.model.step import executed
+from roofline.workload.ops import Conv2d
+from roofline.workload.ops.base import PASSES, Workload
+from roofline.workload.precision import get_precision
+from roofline.workload.zoo import build_workload, list_models
+from roofline.workload.zoo._graph import Graph
 
 DATA = Path(__file__).parent / "data"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from roofline.memory import max_batch_that_fits, memory_breakdown
-from roofline.ops import Activation, Linear, Workload
-from roofline.precision import get_precision
+from roofline.model.memory import max_batch_that_fits, memory_breakdown
+from roofline.workload.ops import Activation, Linear, Workload
+from roofline.workload.precision import get_precision
 
 # MLP 784 -> 512 -> relu -> 10 (MNIST-sized)
 PARAMS = 784 * 512 + 512 + 512 * 10 + 10  # 401408 + 512 + 5120 + 10 = 407050

@@ -3,8 +3,8 @@
 import pytest
 import sympy
 
-from roofline import ops
-from roofline.ops import PASSES
+from roofline.workload import ops
+from roofline.workload.ops import PASSES
 
 
 def total(op, pass_, element_bytes=4):
@@ -148,3 +148,15 @@ def test_counts_are_formulas_in_the_batch():
 def test_impossible_shapes_raise(make):
     with pytest.raises(ValueError):
         make()
+
+
+def test_the_stem_rule_is_few_input_channels_per_group():
+    from roofline.model.costmodel import conv_kind
+    from roofline.workload.ops.conv import STEM_MAX_INPUT_CHANNELS
+
+    assert STEM_MAX_INPUT_CHANNELS == 4  # RGB (3) and RGBA (4) first layers
+    rgb = ops.Conv2d("stem", n=1, c=3, h=224, w=224, k=64, r=7, s=7, stride=2, pad=3)
+    mid = ops.Conv2d("3x3", n=1, c=64, h=56, w=56, k=64, r=3, s=3, pad=1)
+    dw = ops.Conv2d("dw", n=1, c=64, h=56, w=56, k=64, r=3, s=3, pad=1, groups=64)
+    assert rgb.stem and not mid.stem
+    assert [conv_kind(o) for o in (rgb, mid, dw)] == ["stem", "3x3", "depthwise"]

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from roofline.costmodel import OpCost
 from roofline.hardware.load import SHIPPED_DIR, load_profile
-from roofline.ops import Gemm, Linear, Workload
-from roofline.precision import get_precision
-from roofline.step import StepOptions, drained_pipeline_s, predict_step
+from roofline.model.costmodel import OpCost
+from roofline.model.step import StepOptions, drained_pipeline_s, predict_step
+from roofline.workload.ops import Gemm, Linear, Workload
+from roofline.workload.precision import get_precision
 
 HBM = 900e9
 PCIE = 15.75e9
@@ -123,8 +123,8 @@ def test_unsupported_precision_is_a_user_error(v100):
 
 @pytest.fixture(scope="module")
 def resnet50():
-    pytest.importorskip("roofline.zoo")
-    from roofline.zoo import build_workload
+    pytest.importorskip("roofline.workload.zoo")
+    from roofline.workload.zoo import build_workload
 
     try:
         return build_workload("resnet50", 32)
@@ -145,7 +145,7 @@ def test_resnet50_train_slower_than_inference_and_fp16_faster(v100, resnet50):
 
 
 def test_bytes_a_step_writes_closed_form():
-    from roofline.step import PASSES, written_bytes
+    from roofline.model.step import PASSES, written_bytes
 
     ops = deep_mlp().ops
     # inference: each of the 4 layers writes its 8192 x 4096 output

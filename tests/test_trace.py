@@ -6,8 +6,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from roofline.errors import RooflineError  # noqa: E402
-from roofline.trace import load_module, trace_module, trace_module_workload  # noqa: E402
-from roofline.workloads import ModelRequest, workload_builder  # noqa: E402
+from roofline.workload.request import ModelRequest, workload_builder  # noqa: E402
+from roofline.workload.trace import load_module, trace_module, trace_module_workload  # noqa: E402
 
 
 def gemm_flops(workload) -> int:
@@ -114,7 +114,7 @@ ZOO_CNNS = ["mobilenetv3", "mobilenetv3-small", "resnet18", "resnet50", "vgg16",
 def test_traced_zoo_module_equals_zoo_workload(name):
     """The zoo's hand-built IR and the IR traced from its torch module agree; size 64 keeps it quick and
     the counts are formulas of shapes, so agreement at 64 is agreement at any size."""
-    zoo = pytest.importorskip("roofline.zoo")
+    zoo = pytest.importorskip("roofline.workload.zoo")
     kwargs = {} if name == "mlp" else {"input_size": 64}
     expected = zoo.build_workload(name, 2, **kwargs)
     with torch.device("meta"):
@@ -133,7 +133,7 @@ def test_importing_the_tracer_does_not_import_torch():
     import subprocess
     import sys
 
-    code = "import sys, roofline.trace; print('torch' in sys.modules)"
+    code = "import sys, roofline.workload.trace; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from roofline.errors import RooflineError, ShapeError, UnknownName
-from roofline.zoo import build_workload, get_model, list_models
+from roofline.workload.zoo import build_workload, get_model, list_models
 
 ALL = [spec.name for spec in list_models()]
 VISION = [spec.name for spec in list_models() if spec.family == "vision"]
@@ -81,7 +81,7 @@ def test_mlp_counts_closed_form():
 @pytest.mark.parametrize("name", ALL)
 def test_module_parameters_equal_workload_parameters(name):
     torch = pytest.importorskip("torch")
-    from roofline.zoo import build_module
+    from roofline.workload.zoo import build_module
 
     with torch.device("meta"):
         module = build_module(name)
@@ -98,7 +98,7 @@ def test_torch_flop_counter_agrees(name):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    from roofline.zoo import build_module, example_input
+    from roofline.workload.zoo import build_module, example_input
 
     with torch.device("meta"):
         module = build_module(name, **small(name)).eval()
@@ -155,8 +155,8 @@ def test_backward_of_matrix_products_is_twice_forward(name):
 def test_traced_module_has_the_same_ops(name):
     """The tracer names ops after the modules that made them; the builders mirror the modules' forwards."""
     torch = pytest.importorskip("torch")
-    from roofline.trace import trace_module
-    from roofline.zoo import build_module, example_input
+    from roofline.workload.trace import trace_module
+    from roofline.workload.zoo import build_module, example_input
 
     with torch.device("meta"):
         module = build_module(name, **small(name))
@@ -255,7 +255,7 @@ def test_input_bytes_and_options():
 
 def test_example_inputs_run_the_modules_on_cpu():
     torch = pytest.importorskip("torch")
-    from roofline.zoo import build_module, example_input
+    from roofline.workload.zoo import build_module, example_input
 
     images = example_input("mobilenetv3-small", 2, input_size=32)
     assert images.dtype == torch.float32 and tuple(images.shape) == (2, 3, 32, 32)
@@ -267,7 +267,7 @@ def test_example_inputs_run_the_modules_on_cpu():
 
 
 def test_zoo_workloads_do_not_import_torch_or_sympy():
-    code = ("import sys; from roofline.zoo import build_workload, list_models\n"
+    code = ("import sys; from roofline.workload.zoo import build_workload, list_models\n"
             "[build_workload(s.name, 1) for s in list_models()]\n"
             "print('torch' in sys.modules, 'sympy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

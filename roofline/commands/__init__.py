@@ -2,6 +2,8 @@
 
 A handler computes through the library, then either prints one JSON document (`--json`) or renders with
 rich. Keeping each command's parsing and rendering in its own module keeps `cli.py` a table of contents.
+
+May import anything in roofline; nothing in roofline imports commands.
 """
 
 from roofline.commands import (

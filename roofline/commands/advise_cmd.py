@@ -65,10 +65,10 @@ def advice_dict(advice: Any) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.advisor import advise
+    from roofline.advise.advisor import advise
     from roofline.commands.model_args import model_request
-    from roofline.step import StepOptions
-    from roofline.workloads import workload_builder
+    from roofline.model.step import StepOptions
+    from roofline.workload.request import workload_builder
 
     profile = selected_profile(args)
     name, build = workload_builder(model_request(args))

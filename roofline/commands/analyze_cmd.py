@@ -30,19 +30,17 @@ def add_parser(subparsers: Any) -> None:
 def _ridge(args: argparse.Namespace, precision: Any) -> tuple[str, float] | None:
     if not (args.hw or args.gpu or args.cpu):
         return None
-    from roofline.ceilings import ceilings_for
     from roofline.commands.common import selected_profile
+    from roofline.model.ceilings import ceilings_for
 
     profile = selected_profile(args)
-    c = ceilings_for(profile, precision)
-    peak = c.matrix_flops_per_s or c.vector_flops_per_s
-    return profile.name, peak / c.dram.bandwidth_bytes_per_s
+    return profile.name, ceilings_for(profile, precision).ridge_point
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline import analyze
-    from roofline.precision import get_precision
-    from roofline.workloads import is_user_module, workload_builder
+    from roofline.advise import analyze
+    from roofline.workload.precision import get_precision
+    from roofline.workload.request import is_user_module, workload_builder
 
     precision = get_precision(args.precision)
     name, build = workload_builder(model_request(args))

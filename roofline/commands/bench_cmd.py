@@ -32,10 +32,10 @@ def add_parser(subparsers) -> None:
 
 
 def _cpu_ceilings(hw: str | None):
-    from roofline.calibrate import this_machine
-    from roofline.ceilings import ceilings_for
     from roofline.hardware import find_profile
-    from roofline.precision import get_precision
+    from roofline.measure.calibrate import this_machine
+    from roofline.model.ceilings import ceilings_for
+    from roofline.workload.precision import get_precision
 
     if hw:
         profile, source = find_profile(hw, kind="cpu"), hw
@@ -46,7 +46,7 @@ def _cpu_ceilings(hw: str | None):
 
 
 def run_strategies(args: argparse.Namespace) -> int:
-    from roofline.bench import strategies
+    from roofline.lessons import strategies
 
     profile, source, c = _cpu_ceilings(args.hw)
     cores = int(profile.compute.cores.value * profile.compute.sockets)
@@ -87,10 +87,10 @@ def _sizes(text: str) -> list[int]:
 def run_transfer(args: argparse.Namespace) -> int:
     import torch
 
-    from roofline.bench import transfer
-    from roofline.ceilings import ceilings_for
     from roofline.hardware import find_profile
-    from roofline.precision import get_precision
+    from roofline.lessons import transfer
+    from roofline.model.ceilings import ceilings_for
+    from roofline.workload.precision import get_precision
 
     sizes = _sizes(args.n)
     gpu = ceilings_for(find_profile(args.gpu, kind="gpu"), get_precision("fp32"))
@@ -111,7 +111,7 @@ def run_transfer(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from roofline.report.units import format_si
+    from roofline.units import format_si
 
     table = Table(title=f"fp32 C = A @ B: this CPU against {gpu.device} with copies", caption=note)
     for col in ("n", "CPU (measured)", "GPU total", "copies", "GPU math", "copies share", "faster"):

@@ -34,13 +34,13 @@ def add_parser(subparsers) -> None:
 
 
 def _target(args: argparse.Namespace, profile_name: str) -> Path:
-    from roofline.calibrate import calibrated_path
+    from roofline.measure.calibrate import calibrated_path
 
     return Path(args.out) if args.out else calibrated_path(profile_name)
 
 
 def _dtypes(text: str | None) -> tuple[str, ...] | None:
-    from roofline.bench.gemm import CPU_TORCH_DTYPES, CUDA_TORCH_DTYPES
+    from roofline.measure.probes.gemm import CPU_TORCH_DTYPES, CUDA_TORCH_DTYPES
 
     if text is None:
         return None
@@ -56,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from roofline import calibrate
-    from roofline.report.files import check_target
+    from roofline.files import check_target
+    from roofline.measure import calibrate
 
     plan = calibrate.Plan(args.device, args.quick, _dtypes(args.dtypes))
     profile = calibrate.base_profile(args.device, args.hw)
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         print_json({"measured": result.measured.model_dump(mode="json"), "profile_path": str(path.resolve()),
                     "details": result.details, "warnings": result.warnings})
         return 0
-    from roofline.bench.render import render_calibration
+    from roofline.report.calibrate_view import render_calibration
 
     render_calibration(result, path, Console())
     return 0

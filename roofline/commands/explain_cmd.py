@@ -20,7 +20,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.explain import explain
+    from roofline.advise.explain import explain
 
     out = explain(selected_profile(args), args.precision)
     if args.json:

@@ -111,7 +111,7 @@ def save_profile(profile: Any, path: Path, force: bool) -> None:
     unless forced."""
     import yaml
 
-    from roofline.report.files import check_target, write_text_atomically
+    from roofline.files import check_target, write_text_atomically
 
     check_target(path, "--save", force)
     header = "# Written by `roofline hw detect`: figures say where each number came from.\n"
@@ -120,7 +120,7 @@ def save_profile(profile: Any, path: Path, force: bool) -> None:
 
 
 def run_detect(args: argparse.Namespace) -> int:
-    from roofline.detect import detect_cpu, detect_gpus, match_gpu_profile
+    from roofline.hardware.detect import detect_cpu, detect_gpus, match_gpu_profile
     from roofline.report.hw_view import profile_summary
 
     profile = detect_cpu(measured=_calibration(args.calibration))

@@ -7,7 +7,7 @@ import argparse
 
 from roofline.commands.common import integer, number, text
 from roofline.errors import RooflineError
-from roofline.workloads import ModelRequest
+from roofline.workload.request import ModelRequest
 
 MAX_DIMENSION = 1 << 24
 """Largest sequence length, class count or input dimension taken (16 million): beyond it is a typo."""

@@ -8,7 +8,7 @@ from typing import Any
 from roofline.commands.common import add_hw_args, add_json_flag, parse_batches, print_json, selected_profile, text
 from roofline.commands.model_args import add_model_args, add_step_args, model_request
 from roofline.errors import DoesNotFit, RooflineError
-from roofline.step import StepOptions, StepPrediction
+from roofline.model.step import StepOptions, StepPrediction
 
 
 def add_parser(subparsers: Any) -> None:
@@ -71,9 +71,9 @@ def prediction_dict(pred: StepPrediction) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from roofline.precision import get_precision
-    from roofline.step import predict_step
-    from roofline.workloads import workload_builder
+    from roofline.model.step import predict_step
+    from roofline.workload.precision import get_precision
+    from roofline.workload.request import workload_builder
 
     profile = selected_profile(args)
     precision = get_precision(args.precision)

@@ -40,7 +40,7 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from roofline.validate import validate, validation_dict
+    from roofline.validate.run import validate, validation_dict
 
     batches = parse_batches(args.batch)
     err = Console(stderr=True)

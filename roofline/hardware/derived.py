@@ -188,6 +188,20 @@ def cache_bandwidth(profile: Profile, level: str) -> Derived | None:
     return None
 
 
+def ridge_point(peak_flops_per_s: float, bandwidth_bytes_per_s: float) -> float:
+    """FLOP per byte at which a kernel stops waiting on a memory level: peak FLOP/s / that level's bytes/s.
+    An operation whose intensity is below it is bound by the level's bandwidth. The one place this is
+    computed (hw show, explain, analyze, the advisor's reasons all call it)."""
+    return peak_flops_per_s / bandwidth_bytes_per_s
+
+
+def ridge_points(peaks: dict[str, float], bandwidth_bytes_per_s: float) -> dict[str, float]:
+    """`ridge_point` per dtype of `peaks`; empty when the bandwidth is unknown (0)."""
+    if not bandwidth_bytes_per_s:
+        return {}
+    return {dtype: ridge_point(flops, bandwidth_bytes_per_s) for dtype, flops in peaks.items()}
+
+
 def memory_levels(profile: Profile) -> list[tuple[str, float, float]]:
     """(level, total capacity bytes, bandwidth bytes/s) from the fastest cache to DRAM.
 

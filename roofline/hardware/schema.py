@@ -209,7 +209,7 @@ class Measured(_Strict):
     '<kind>:backward' -> the same for the two gradient passes together."""
     conv_efficiency_points: Annotated[list[MeasuredConvPoint], Field(max_length=MAX_TABLE)] = []
     """The shapes behind conv_efficiency, each kind's efficiency against its weight share: it falls as the
-    weight's share grows (`roofline.bench.conv`), and conv_efficiency is their geometric mean."""
+    weight's share grows (`roofline.measure.probes.conv`), and conv_efficiency is their geometric mean."""
     conv_fixed_s: Annotated[dict[Key, Positive], Field(max_length=MAX_TABLE)] = {}
     """Same keys -> fixed seconds per call, fitted with the efficiency over the kind's shapes (t = t0 + ideal /
     efficiency): thread fork and join and library setup at realistic sizes, dispatch included."""

@@ -1,1 +1,5 @@
-"""Rendering: units for display, rich tables and matplotlib plots. Nothing here computes a prediction."""
+"""Rendering: rich tables and matplotlib plots of results already computed. Nothing here predicts.
+
+May import: advise, validate, lessons, measure, model, workload, hardware, errors, units (for types and
+derived figures). Never commands.
+"""

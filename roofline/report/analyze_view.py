@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from roofline.report.units import format_bytes, format_si
+from roofline.units import format_bytes, format_si
 
 
 def _crossing(row: dict[str, Any]) -> str:

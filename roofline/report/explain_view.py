@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roofline.report.units import format_sci, format_si
+from roofline.units import format_sci, format_si
 
 
 def render_explanation(out: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from roofline.hardware import derived as d
 from roofline.hardware.schema import DTYPES, Profile
-from roofline.report.units import format_bytes, format_si
+from roofline.units import format_bytes, format_si
 
 
 def derived_figures(profile: Profile) -> list[d.Derived]:
@@ -32,11 +32,6 @@ def derived_row(fig: d.Derived) -> dict[str, Any]:
             "disagreement": fig.disagreement, "flagged": fig.flagged, "note": sheet.note if sheet else None}
 
 
-def _ridges(peaks: dict[str, float], bandwidth: float) -> dict[str, float]:
-    """FLOP per byte at which a kernel stops being bandwidth-bound: peak FLOP/s / bytes/s."""
-    return {dtype: flops / bandwidth for dtype, flops in peaks.items()} if bandwidth else {}
-
-
 def _measured(profile: Profile, peaks: dict[str, float]) -> dict[str, Any] | None:
     m = profile.measured
     if m is None:
@@ -49,7 +44,7 @@ def _measured(profile: Profile, peaks: dict[str, float]) -> dict[str, Any] | Non
             "peak_flops": {k: 100 * v / peaks[k] for k, v in m.peak_flops.items() if peaks.get(k)},
             "memory_bandwidth": 100 * m.memory_bandwidth / datasheet_bw if datasheet_bw else None,
         },
-        "ridge_point": _ridges(dict(m.peak_flops), m.memory_bandwidth),
+        "ridge_point": d.ridge_points(dict(m.peak_flops), m.memory_bandwidth),
     }
 
 
@@ -71,8 +66,9 @@ def profile_summary(profile: Profile, name: str) -> dict[str, Any]:
         "memory_capacity": profile.memory.capacity_bytes.value,
         "compute_bytes_per_s": d.compute_bytes_per_s(profile).value,
         "caches": caches,
-        "ridge_point": _ridges(peaks, bandwidth),
-        "ridge_point_by_level": {level: _ridges(peaks, level_bw) for level, _, level_bw in d.memory_levels(profile)},
+        "ridge_point": d.ridge_points(peaks, bandwidth),
+        "ridge_point_by_level": {level: d.ridge_points(peaks, level_bw)
+                                 for level, _, level_bw in d.memory_levels(profile)},
         "measured": _measured(profile, peaks),
         "derived": [derived_row(f) for f in derived_figures(profile)],
         "notes": profile.notes,

@@ -55,7 +55,7 @@ def plot_path(path: str, model: str, device: str, force: bool) -> Path:
     """Where `--plot PATH` writes: PATH itself (its suffix picks the format), or a PNG named after model and
     device inside PATH when it is a directory. Checked before the sweep runs, so a typo costs nothing; an
     existing file is replaced only with --force."""
-    from roofline.report.files import check_target
+    from roofline.files import check_target
 
     target = Path(path)
     try:
@@ -73,8 +73,8 @@ def plot_path(path: str, model: str, device: str, force: bool) -> Path:
 
 def write_advice_plots(advice: Any, profile: Any, target: Path, force: bool) -> list[str]:
     """One figure, three panels: roofline with layers, samples/s vs batch, memory vs batch; written whole to
-    `target` or not at all (roofline.report.files)."""
-    from roofline.report.files import write_atomically
+    `target` or not at all (roofline.files)."""
+    from roofline.files import write_atomically
 
     plt = _pyplot()
     fig, (ax_roof, ax_thr, ax_mem) = plt.subplots(1, 3, figsize=(15, 4.5))

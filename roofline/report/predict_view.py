@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from roofline.report.units import format_bytes, format_si
+from roofline.units import format_bytes, format_si
 
 MAX_LAYER_ROWS = 40
 """Longer models show their slowest layers only; --json always has all of them."""

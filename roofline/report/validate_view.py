@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from roofline.report.units import format_si
+from roofline.units import format_si
 
 MAX_LAYER_ROWS = 25
 """--per-layer shows the layers with the largest absolute error in seconds; --json has all of them."""
@@ -46,7 +46,8 @@ def render_validation(out: dict[str, Any], console: Console) -> None:
     if any(r["fresh_page_bytes_per_step"] for r in out["runs"]):
         console.print("  fresh pages: bytes per step the allocator gave back to the kernel and took again, "
                       "first-touched (page faults), and their time at the calibrated rate; predicted: the step's heap "
-                      "requests replayed on glibc's rules (roofline.heap_requests); in training, what the heap "
+                      "requests replayed on glibc's rules (roofline.model.cpu_runtime.heap_requests); in "
+                      "training, what the heap "
                       "returns when no small block that outlives the step pins its top, an upper bound")
     console.print(f"  median |error| {out['median_abs_error_pct']:.1f}%, worst {out['max_abs_error_pct']:.1f}%")
     last = out["runs"][-1]

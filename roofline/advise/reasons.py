@@ -1,0 +1,182 @@
+"""Why the advisor recommends what it does, as data: each reason has a kind, its numbers, and a sentence
+built from those numbers (the CLI renders the sentence; `--json` carries both)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from roofline.model.step import StepPrediction
+from roofline.workload.precision import Precision, get_precision
+
+if TYPE_CHECKING:
+    from roofline.advise.advice import Advice
+    from roofline.hardware.schema import Profile
+
+Predict = Callable[[int, Precision], StepPrediction]
+
+
+def _shares(p: StepPrediction) -> dict[str, float]:
+    by_bound = p.time_by_bound()
+    total = sum(by_bound.values()) or 1.0
+    return {k: v / total for k, v in sorted(by_bound.items(), key=lambda kv: -kv[1])}
+
+
+def _fmt_shares(shares: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:.0%}" for k, v in shares.items() if v >= 0.01)
+
+
+def _time_by_kind(p: StepPrediction) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for o in p.ops:
+        out[o.kind] = out.get(o.kind, 0.0) + o.time_s
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def feed_reason(profile: Profile) -> dict[str, Any]:
+    """The gap itself, from the profile's own figures: what the units could consume against what memory feeds."""
+    from roofline.hardware import derived
+    from roofline.units import format_sci
+
+    consume = derived.compute_bytes_per_s(profile)
+    feed = derived.memory_bandwidth(profile)
+    sheet = profile.memory.bandwidth_bytes_per_s.value
+    ratio = consume.value / sheet
+    return {"kind": "feed", "compute_bytes_per_s": consume.value, "compute_formula": consume.with_numbers(),
+            "memory_bandwidth_bytes_per_s": sheet, "memory_formula": feed.with_numbers(), "ratio": ratio,
+            "text": (f"The arithmetic units can consume {consume.with_numbers()} = {format_sci(consume.value)} "
+                     f"B/s, but memory delivers {feed.with_numbers()} = {format_sci(feed.value)} B/s (datasheet "
+                     f"{format_sci(sheet)}): "
+                     f"{ratio:.1f}x less, so each byte fetched from memory must be reused about {ratio:.0f} times "
+                     "(from registers and caches) to keep them busy.")}
+
+
+def _sustained_note(c: Any, figure: str, unit: float, unit_name: str) -> str:
+    """'published measurement, datasheet X' where the applied figure is not the vendor's, else ''."""
+    where = c.provenance.get(figure)
+    sheet = c.datasheet.get(figure)
+    if where in (None, "datasheet", "derived", "none") or sheet is None:
+        return ""
+    return f"{where}, datasheet {sheet / unit:.0f} {unit_name}"
+
+
+def roofline_reason(p: StepPrediction, p1: StepPrediction) -> dict[str, Any]:
+    ridge = p.ceilings.ridge_point
+    ai, ai1 = p.flops / p.bytes, p1.flops / p1.bytes
+    c = p.ceilings
+    peak = c.peak_flops_per_s
+    side = "compute" if ai >= ridge else "memory"
+    peak_note = _sustained_note(c, "matrix_flops_per_s", 1e12, "TFLOP/s") if c.matrix_flops_per_s else ""
+    feed_note = _sustained_note(c, "dram_bandwidth", 1e9, "GB/s")
+    peak_text = f"{peak / 1e12:.1f} TFLOP/s ({c.compute_dtype}{'; ' + peak_note if peak_note else ''})"
+    feed_text = f"{c.dram.bandwidth_bytes_per_s / 1e9:.0f} GB/s{f' ({feed_note})' if feed_note else ''}"
+    return {
+        "kind": "roofline", "ridge_point_flop_per_byte": ridge, "peak_flops_per_s": peak,
+        "memory_bandwidth_bytes_per_s": c.dram.bandwidth_bytes_per_s,
+        "peak_provenance": c.provenance.get("matrix_flops_per_s" if c.matrix_flops_per_s else "vector_flops_per_s"),
+        "memory_bandwidth_provenance": c.provenance.get("dram_bandwidth"),
+        "intensity_at_batch_1": ai1, "intensity_at_recommended": ai, "batch_size": p.batch_size,
+        "text": (f"{p.device} sustains {peak_text} but memory feeds {feed_text}: an op needs {ridge:.0f} FLOP per "
+                 f"byte to be compute-bound. The model does {ai1:.1f} FLOP/byte at batch 1 and {ai:.1f} at batch "
+                 f"{p.batch_size}, so on average it sits on the {side} side; weights are read once per "
+                 f"batch, so batching raises intensity until activations dominate the bytes."),
+    }
+
+
+def bounds_reason(points: list[StepPrediction]) -> dict[str, Any]:
+    rows = [{"batch_size": p.batch_size, "shares": _shares(p), "samples_per_s": p.samples_per_s}
+            for p in points]
+    text = "; ".join(f"batch {r['batch_size']}: {_fmt_shares(r['shares'])}" for r in rows)
+    return {"kind": "bounds", "rows": rows,
+            "text": f"Share of device time by what bounds each op: {text}. Overhead-bound ops wait on the "
+                    "host's per-op dispatch, which a bigger batch amortizes."}
+
+
+def top_layers_reason(p: StepPrediction) -> dict[str, Any]:
+    kinds = _time_by_kind(p)
+    total = sum(kinds.values()) or 1.0
+    top = list(kinds.items())[:3]
+    return {"kind": "layers", "time_by_op_kind_s": kinds,
+            "text": "Where the time goes at the recommended batch: "
+                    + ", ".join(f"{k} {v / total:.0%}" for k, v in top) + "."}
+
+
+def precision_reason(rec: StepPrediction, base: StepPrediction | None, precision: Precision) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": "precision", "precision": precision.name, "caveat": precision.caveat}
+    if base is None or base.precision == rec.precision:
+        out["text"] = f"{precision.name}: {precision.caveat}"
+        return out
+    comp = sum(o.compute_s for o in base.ops) / max(sum(o.compute_s for o in rec.ops), 1e-30)
+    mem = sum(o.memory_s for o in base.ops) / max(sum(o.memory_s for o in rec.ops), 1e-30)
+    speedup = base.step_time_s / rec.step_time_s
+    c_rec, c_base = rec.ceilings, base.ceilings
+    out.update({"speedup_vs_fp32": speedup, "compute_time_ratio": comp, "memory_time_ratio": mem,
+                "peak_flops_per_s": c_rec.peak_flops_per_s,
+                "fp32_peak_flops_per_s": c_base.peak_flops_per_s,
+                "bytes_per_element": precision.storage_bytes})
+    out["text"] = (f"{precision.name} is {speedup:.2f}x faster than fp32 at batch {rec.batch_size}: compute time "
+                   f"falls {comp:.1f}x ({out['peak_flops_per_s'] / 1e12:.0f} vs "
+                   f"{out['fp32_peak_flops_per_s'] / 1e12:.1f} TFLOP/s peak) and memory time {mem:.1f}x "
+                   f"({precision.storage_bytes}-byte instead of 4-byte activations). Caveat: {precision.caveat}")
+    return out
+
+
+def batch_neighbours_reason(advice: Advice) -> dict[str, Any]:
+    rec = advice.recommended
+    rows = []
+    for p in advice.neighbours:
+        notes = sorted({n for o in p.ops for n in o.notes if "not multiples" in n or "tile" in n})
+        rows.append({"batch_size": p.batch_size, "samples_per_s": p.samples_per_s,
+                     "relative": p.samples_per_s / rec.samples_per_s, "notes": notes[:3]})
+    spread = max(r["relative"] for r in rows) - min(r["relative"] for r in rows)
+    text = ", ".join(f"{r['batch_size']}: {r['relative']:.1%}" for r in rows)
+    why = ("the batch enters a convolution's implicit GEMM only as M = N x P x Q output pixels and a "
+           "linear layer's M = batch x tokens; tensor cores need the channel, hidden and vocabulary sizes "
+           "(N and K) aligned, not M, so powers of two do not matter here"
+           if spread < 0.05 else
+           "throughput steps where the tiles of a GEMM spill into a new wave over the SMs/cores")
+    return {"kind": "batch_neighbours", "rows": rows, "spread": spread,
+            "text": f"Throughput relative to the recommended batch {rec.batch_size}: {text}. Why: {why}."}
+
+
+def memory_reason(advice: Advice) -> dict[str, Any]:
+    rec = advice.recommended
+    parts = rec.memory.as_dict()
+    total = parts.pop("total")
+    biggest = max(parts.items(), key=lambda kv: kv[1])
+    return {"kind": "memory", "memory_bytes": total, "capacity_bytes": rec.capacity_bytes,
+            "max_batch_size": advice.max_batch_size, "breakdown": parts,
+            "text": (f"At batch {rec.batch_size} the step needs {total / 2**30:.2f} GiB of "
+                     f"{rec.capacity_bytes / 2**30:.0f} GiB ({biggest[0].replace('_', ' ')} the largest part, "
+                     f"{biggest[1] / 2**30:.2f} GiB); the largest batch that fits at {rec.precision} is "
+                     f"{advice.max_batch_size}.")}
+
+
+def overhead_reason(p1: StepPrediction) -> dict[str, Any]:
+    launches = sum(o.launches for o in p1.ops)
+    c = p1.ceilings
+    return {"kind": "overhead", "launches_per_step": launches, "dispatch_s": c.dispatch_s,
+            "host_s": p1.host_s, "device_s": p1.device_s,
+            "text": (f"At batch 1 the host spends {p1.host_s * 1e3:.2f} ms dispatching {launches} ops "
+                     f"({c.dispatch_s * 1e6:.0f} us each) against {p1.device_s * 1e3:.2f} ms of device work"
+                     + ("; the device waits on Python, so small batches waste it." if p1.host_s > p1.device_s
+                        else "."))}
+
+
+def explain_advice(advice: Advice, profile: Profile, predict: Predict) -> list[dict[str, Any]]:
+    """All reasons for one piece of advice, most important first."""
+    precision = get_precision(advice.recommended_precision)
+    rec = advice.recommended
+    p1 = predict(1, precision)
+    pmax = predict(advice.max_batch_size, precision)
+    base = None
+    if precision.name != "fp32" and "fp32" in advice.max_batch_by_precision:
+        fp32 = get_precision("fp32")
+        base = predict(min(rec.batch_size, advice.max_batch_by_precision["fp32"]), fp32)
+        rec_same = predict(base.batch_size, precision)
+    else:
+        rec_same = rec
+    points = sorted({p.batch_size: p for p in (p1, rec, pmax)}.values(), key=lambda p: p.batch_size)
+    return [feed_reason(profile), roofline_reason(rec, p1), bounds_reason(points), top_layers_reason(rec),
+            precision_reason(rec_same, base, precision), batch_neighbours_reason(advice),
+            memory_reason(advice), overhead_reason(p1)]

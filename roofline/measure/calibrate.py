@@ -1,0 +1,505 @@
+"""Run the microbenchmarks and write a calibrated profile: the datasheet/detected one plus `measured`.
+
+The `measured` section carries the environment it was taken in (CPU and GPU model, driver, library versions,
+thread counts, host, date). `check_environment` refuses a calibration from another environment: a ceiling
+measured with other hardware, another torch or another thread count does not describe this machine. It reads
+nothing slow (no torch import, no py-cpuinfo), so `predict` and `validate` can call it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import platform
+import re
+import socket
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roofline.errors import CalibrationMismatch, MissingDependency, ProfileError, RooflineError
+from roofline.hardware.schema import (
+    Measured,
+    MeasuredCache,
+    MeasuredConvPoint,
+    MeasuredGemmPoint,
+    MeasuredSkinnyGemmPoint,
+    Profile,
+)
+
+CHECKED_KEYS = ("cpu_model", "gpu_model", "torch_version", "cpus_available", "omp_num_threads", "torch_threads")
+"""Environment entries that must match for a calibration to apply: hardware, framework, threads
+(torch_threads only when torch is already loaded: reading it must not cost a torch import)."""
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (fast), else platform.processor()."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        text = ""
+    match = re.search(r"^model name\s*:\s*(.+)$", text, flags=re.MULTILINE)
+    return match.group(1).strip() if match else (platform.processor() or platform.machine())
+
+
+def current_environment(device: str = "cpu") -> dict[str, str | int | float | None]:
+    """What a calibration depends on, as read now. GPU entries only for device 'cuda' (imports torch)."""
+    from roofline.measure.timing import thread_settings
+
+    env: dict[str, str | int | float | None] = {
+        "device": device, "cpu_model": cpu_model(), "gpu_model": None,
+        "torch_version": _version("torch"), "numpy_version": _version("numpy"),
+        "python_version": platform.python_version(), "hostname": socket.gethostname(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    env.update(thread_settings())
+    if device == "cuda":
+        import torch
+
+        props = torch.cuda.get_device_properties(0)
+        env.update(gpu_model=props.name, cuda_version=torch.version.cuda,
+                   gpu_compute_capability=f"{props.major}.{props.minor}")
+        env["gpu_count"] = torch.cuda.device_count()
+        env["gpu_driver"] = _nvml_driver()
+    return env
+
+
+def _nvml_driver() -> str | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            version = pynvml.nvmlSystemGetDriverVersion()
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        return None
+    return version.decode() if isinstance(version, bytes) else str(version)
+
+
+def _current_gpu_names() -> list[str]:
+    from roofline.hardware.detect import detect_gpus
+
+    return [g.name for g in detect_gpus()]
+
+
+def check_environment(measured: Measured, gpu_names: Callable[[], list[str]] = _current_gpu_names) -> None:
+    """Raise CalibrationMismatch (one line) when `measured` was taken on other hardware or software.
+
+    Compared: CHECKED_KEYS present on both sides (a GPU's model only for a GPU calibration). `gpu_names` is
+    injectable for tests.
+    """
+    then = measured.environment
+    now = current_environment("cpu")
+    if then.get("gpu_model"):
+        names = gpu_names()
+        now["gpu_model"] = then["gpu_model"] if then["gpu_model"] in names else (names[0] if names else "no GPU")
+    differences = [f"{key} {then.get(key)!r} (now {now.get(key)!r})" for key in CHECKED_KEYS
+                   if key in then and key in now and then.get(key) != now.get(key)]
+    if differences:
+        raise CalibrationMismatch(f"calibration taken with {'; '.join(differences)}: re-run "
+                                  "`roofline calibrate --force` on this machine")
+
+
+def calibrated_path(profile_name: str) -> Path:
+    """Default output: <calibrated dir>/<slug of the profile name>-calibrated.yaml (the loader searches it)."""
+    from roofline.hardware.load import calibrated_dir
+
+    slug = re.sub(r"[^a-z0-9]+", "-", profile_name.lower().replace("(detected)", "")).strip("-")
+    return calibrated_dir() / f"{slug or 'machine'}-calibrated.yaml"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run measures; `quick` trades sweep density and repeat budget for time (CI, --quick)."""
+
+    device: str
+    quick: bool
+    dtypes: tuple[str, ...] | None = None
+    """Torch dtypes whose GEMM curves to measure (fp32 always is: every fp32 prediction and convolution
+    efficiency rests on it); None: all the device runs, and numpy's."""
+
+    @property
+    def gemm_budget_s(self) -> float:
+        return 0.2 if self.quick else 0.4
+
+    @property
+    def conv_budget_s(self) -> float:
+        return 0.12 if self.quick else 0.3
+
+    @property
+    def memory_step(self) -> float:
+        return 4.0 if self.quick else 2.0
+
+    @property
+    def memory_kernels(self) -> tuple[str, ...]:
+        return ("scale", "add", "triad") if self.quick else ("copy", "scale", "add", "triad")
+
+    @property
+    def memory_budget_s(self) -> float:
+        return 0.15 if self.quick else 0.25
+
+    def gemm_sizes(self) -> tuple[int, ...]:
+        from roofline.measure.probes import gemm
+
+        if self.device == "cuda":
+            return gemm.CUDA_SIZES[:3] if self.quick else gemm.CUDA_SIZES
+        return gemm.QUICK_SIZES if self.quick else gemm.FULL_SIZES
+
+    def steps(self) -> list[str]:
+        """Step names in order: the progress bar's total and labels (`run` calls its `on_step` with each)."""
+        names = ["round 1", "dtypes", "round 2", "memory", "round 3", "confirm", "overheads"]
+        if self.device == "cuda":
+            names.append("copies")
+        return names
+
+
+@dataclass
+class Calibration:
+    measured: Measured
+    profile: Profile
+    details: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _require_torch(device: str) -> Any:
+    try:
+        import torch
+    except ImportError:
+        raise MissingDependency("calibration needs torch: pip install 'roofline[torch]'") from None
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RooflineError("--device cuda: torch sees no CUDA device here; use --device cpu")
+    return torch
+
+
+def _gpu_profile(hw: str | None) -> Profile:
+    from roofline.hardware.detect import DetectedGpu, match_gpu_profile
+    from roofline.hardware.load import find_profile
+
+    if hw:
+        return find_profile(hw, kind="gpu")
+    import torch
+
+    props = torch.cuda.get_device_properties(0)
+    name = match_gpu_profile(DetectedGpu(index=0, name=props.name, memory_bytes=int(props.total_memory),
+                                         source="torch.cuda", sm_count=int(props.multi_processor_count)))
+    if name is None:
+        raise ProfileError(f"no GPU profile matches '{props.name}'; write one (see hardware_profiles/gpu/) "
+                           "and pass it with --hw NAME")
+    return find_profile(name, kind="gpu")
+
+
+def _cache_totals(profile: Profile) -> list[tuple[str, float]]:
+    from roofline.hardware.derived import cache_total_bytes
+
+    return [(c.level, cache_total_bytes(profile, c.level)) for c in profile.caches]
+
+
+def _plateau_caches(plateaus: list[Any], warnings: list[str]) -> tuple[list[MeasuredCache], float]:
+    """Measured cache levels and DRAM bandwidth. A cache measured slower than the level behind it measured
+    the kernel's per-row loop overhead, not the cache, so it is left out (the derived figure stays)."""
+    dram = plateaus[-1]
+    if dram.bandwidth_bytes_per_s is None:
+        raise RooflineError("the bandwidth sweep reached no working set beyond the last-level cache")
+    caches: list[MeasuredCache] = []
+    slower = dram.bandwidth_bytes_per_s
+    for p in reversed(plateaus[:-1]):
+        if p.bandwidth_bytes_per_s is None:
+            continue
+        if p.bandwidth_bytes_per_s <= slower:
+            warnings.append(f"{p.level}: measured {p.bandwidth_bytes_per_s / 1e9:.0f} GB/s, not above the next "
+                            f"level's {slower / 1e9:.0f} GB/s: loop overhead, not the cache; derived figure kept")
+            continue
+        caches.insert(0, MeasuredCache(level=p.level, bandwidth_bytes_per_s=p.bandwidth_bytes_per_s,
+                                       working_set_bytes=int(p.working_set_bytes)))
+        slower = p.bandwidth_bytes_per_s
+    return caches, dram.bandwidth_bytes_per_s
+
+
+def base_profile(device: str, hw: str | None = None) -> Profile:
+    """The profile a calibration extends: this CPU as detected, or the GPU's datasheet profile."""
+    _require_torch(device)
+    if device == "cuda":
+        return _gpu_profile(hw)
+    if hw is not None:
+        raise RooflineError(f"--hw {hw}: names the datasheet profile of a GPU to calibrate, so it needs --device "
+                            "cuda; a CPU calibration starts from this CPU as detected")
+    from roofline.hardware.detect import detect_cpu
+
+    return detect_cpu()
+
+
+def _confirm_sizes(points: list[Any]) -> list[int]:
+    """The sizes of a dtype outside the rounds measured again: the ones that set its peak and its curve's top
+    (the best and the largest)."""
+    if not points:
+        return []
+    return sorted({max(points, key=lambda p: p.flops_per_s).n, points[-1].n})
+
+
+def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _: None) -> Calibration:
+    """Measure everything the plan names on top of `profile` (from `base_profile`); `on_step(name)` is
+    called as each step begins. The probes predictions rest on run in `rounds.ROUNDS` rounds between the
+    other steps (see `roofline.measure.rounds`)."""
+    from roofline.measure.probes import conv, gemm, kernels, memory, overhead
+    from roofline.measure.probes.heap import keep_pages_mapped
+    from roofline.measure.rounds import RoundProbes, pool_points
+    from roofline.measure.timing import last_level_cache_bytes
+    from roofline.model.ceilings import fit_gemm_curve, monotone_curve
+
+    torch = _require_torch(plan.device)
+    started = time.perf_counter()
+    warnings: list[str] = []
+    details: dict[str, Any] = {}
+    heap_fixed = keep_pages_mapped()
+    if not heap_fixed:
+        warnings.append("not glibc: the C heap's trim policy could not be fixed, so kernels that allocate may "
+                        "include first-touch page faults")
+
+    def wanted(dtype: str) -> bool:
+        return dtype == "fp32" or plan.dtypes is None or dtype in plan.dtypes
+
+    if plan.device == "cuda":
+        llc = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)) or None
+        round_dtypes, other_dtypes, numpy_dtypes = tuple(d for d in gemm.cuda_dtypes() if wanted(d)), (), ()
+    else:
+        llc = last_level_cache_bytes()
+        round_dtypes = ("fp32",)
+        other_dtypes = tuple(d for d in gemm.CPU_TORCH_DTYPES if d not in round_dtypes and wanted(d))
+        numpy_dtypes = gemm.NUMPY_DTYPES if plan.dtypes is None else ()
+    if llc is None:
+        raise ProfileError("no last-level cache size found (sysfs); cannot size the bandwidth sweep")
+    probes = RoundProbes(plan.device, llc, round_dtypes, plan.gemm_sizes(), conv.shapes(plan.quick),
+                         plan.gemm_budget_s, plan.memory_budget_s, plan.conv_budget_s)
+    measurements = []
+
+    on_step("round 1")
+    probes.round()
+
+    on_step("dtypes")
+    curves: dict[str, list[gemm.GemmPoint]] = {}
+    for dtype in other_dtypes:
+        curves[f"torch {dtype}"] = gemm.sweep("torch", dtype, plan.gemm_sizes(), device=plan.device,
+                                              llc_bytes=llc, budget_s=plan.gemm_budget_s)
+    for dtype in numpy_dtypes:
+        curves[f"numpy {dtype}"] = gemm.sweep("numpy", dtype, plan.gemm_sizes(), llc_bytes=llc,
+                                              budget_s=plan.gemm_budget_s)
+
+    on_step("round 2")
+    probes.round()
+
+    on_step("memory")
+    sizes = memory.working_sets(llc, plan.memory_step)
+    if plan.device == "cuda":
+        points = memory.cuda_sweep(sizes, budget_s=plan.memory_budget_s)
+        totals = [("L2", float(llc))]
+    else:
+        points = memory.sweep(sizes, plan.memory_kernels, budget_s=plan.memory_budget_s)
+        totals = _cache_totals(profile)
+    conversion: dict[str, float] = {}
+    fault_rate = None
+    if plan.device == "cpu":
+        layout = conv.layout_conversion(llc, plan.device, plan.gemm_budget_s)
+        measurements += [m for p in layout for m in (p.nchw, p.channels_last)]
+        conversion = {p.level: p.bytes_per_s for p in layout if p.bytes_per_s != float("inf")}
+        details["layout_conversion_bytes_per_s"] = conversion
+        fault_rate, fill_existing, fill_fresh = kernels.page_fault_rate(plan.memory_budget_s)
+        measurements += [fill_existing, fill_fresh]
+        details["page_fault_bytes_per_s"] = fault_rate
+
+    on_step("round 3")
+    probes.round()
+
+    on_step("confirm")
+    for key in [k for k in curves if k.startswith("torch")]:
+        second = gemm.sweep("torch", key.split()[1], _confirm_sizes(curves[key]), device=plan.device,
+                            llc_bytes=llc, budget_s=plan.gemm_budget_s)
+        curves[key] = pool_points(curves[key], second, lambda p: p.n)
+    curves.update({f"torch {dtype}": points for dtype, points in probes.gemm.items()})
+    order = [f"torch {d}" for d in gemm.CUDA_TORCH_DTYPES] + [f"numpy {d}" for d in gemm.NUMPY_DTYPES]
+    curves = {key: curves[key] for key in sorted(curves, key=order.index)}
+    measurements += [p.measurement for c in curves.values() for p in c]
+    top = [max(sizes)]
+    again = memory.cuda_sweep(top, budget_s=plan.memory_budget_s) if plan.device == "cuda" else memory.sweep(
+        top, [k for k in plan.memory_kernels if k != "triad"], budget_s=plan.memory_budget_s)
+    points = pool_points(points, again, lambda p: (p.kernel, p.working_set_bytes))
+    measurements += [p.measurement for p in points]
+    plateaus = memory.plateaus(points, totals)
+    caches, dram = _plateau_caches(plateaus, warnings)
+    details["bandwidth"] = [{"kernel": p.kernel, "working_set_bytes": p.working_set_bytes,
+                             "bytes_per_s": p.bytes_per_s, "spread": p.measurement.spread} for p in points]
+    details["plateaus"] = [{"level": p.level, "from_bytes": p.lo_bytes, "to_bytes": p.hi_bytes,
+                            "bandwidth_bytes_per_s": p.bandwidth_bytes_per_s} for p in plateaus]
+    peak = {key.split()[1]: max(p.flops_per_s for p in c) for key, c in curves.items() if key.startswith("torch")}
+    details["gemm"] = {key: [{"n": p.n, "flops_per_s": p.flops_per_s, "spread": p.measurement.spread} for p in c]
+                       for key, c in curves.items()}
+    details["skinny_gemm_fp32"] = [{"small": p.small, "other": p.other, "flops_per_s": p.flops_per_s}
+                                   for p in probes.skinny]
+    details["outer_gemm_fp32"] = [{"inner": p.small, "other": p.other, "flops_per_s": p.flops_per_s}
+                                  for p in probes.outer]
+    details["conv"] = [{"kind": r.shape.key, "flops": r.shape.flops, "flops_per_s": r.flops_per_s}
+                       for r in probes.conv]
+    details["kernels"] = [{"kernel": r.key, "bytes": r.bytes, "bytes_per_s": r.bytes_per_s}
+                          for r in probes.kernel_rates]
+    fp32_fit = fit_gemm_curve(monotone_curve([(p.n, p.flops_per_s) for p in curves["torch fp32"]]))
+    conv_points = conv.efficiency_points(probes.conv, conv.per_pass(probes.back_to_back), fp32_fit, peak["fp32"])
+    measurements += probes.measurements()
+
+    on_step("overheads")
+    tiny = overhead.dispatch("cpu")
+    measurements.append(tiny)
+    launch = overhead.dispatch("cuda") if plan.device == "cuda" else None
+    if launch is not None:
+        measurements.append(launch)
+    sync = overhead.sync_cost(plan.device)
+    measurements += [sync.synced, sync.queued]
+
+    h2d: dict[str, float] = {}
+    if plan.device == "cuda":
+        on_step("copies")
+        copy_points = overhead.copies(overhead.COPY_SIZES_QUICK if plan.quick else overhead.COPY_SIZES_FULL)
+        measurements += [p.measurement for p in copy_points]
+        summary = overhead.copy_summary(copy_points)
+        details["copies"] = summary
+        h2d = {k.split()[1]: v["bytes_per_s"] for k, v in summary.items() if k.startswith("h2d")}
+
+    environment = current_environment(plan.device)
+    environment["torch_threads"] = torch.get_num_threads()
+    environment["quick"] = int(plan.quick)
+    environment["heap"] = "glibc trim and mmap thresholds fixed while calibrating" if heap_fixed else "default"
+    measured = Measured(
+        peak_flops=peak, memory_bandwidth=dram, caches=caches,
+        gemm_curves={key.split()[1]: [MeasuredGemmPoint(n=p.n, flops_per_s=p.flops_per_s) for p in c]
+                     for key, c in curves.items() if key.startswith("torch")},
+        skinny_gemm_fp32=[MeasuredSkinnyGemmPoint(small=p.small, other=p.other, flops_per_s=p.flops_per_s)
+                          for p in probes.skinny],
+        outer_gemm_fp32=[MeasuredSkinnyGemmPoint(small=p.small, other=p.other, flops_per_s=p.flops_per_s)
+                         for p in probes.outer],
+        conv_efficiency=conv.summary(conv_points),
+        conv_efficiency_points=[MeasuredConvPoint(key=key, weight_share=share, efficiency=eff)
+                                for key, points in conv_points.items() for share, eff in points],
+        conv_fixed_s=conv.per_pass(probes.in_context), host_to_device_bytes_per_s=h2d,
+        kernel_bytes_per_s={r.key: r.bytes_per_s for r in probes.kernel_rates},
+        dispatch_s_by_kind={kind: m.median for kind, m in probes.dispatch.items()},
+        page_fault_bytes_per_s=fault_rate if fault_rate and fault_rate != float("inf") else None,
+        layout_conversion_bytes_per_s=conversion,
+        kernel_launch_s=launch.median if launch is not None else None,
+        framework_dispatch_s=tiny.median, sync_s=sync.per_step_s, environment=environment)
+    if plan.device == "cpu":
+        from roofline.hardware.detect import detect_cpu
+
+        profile = detect_cpu(measured=measured)
+    else:
+        profile = profile.model_copy(update={"measured": measured})
+    warnings += [w for m in measurements for w in m.warnings]
+    details["elapsed_s"] = time.perf_counter() - started
+    details["overheads"] = {"framework_dispatch_s": tiny.median, "kernel_launch_s": measured.kernel_launch_s,
+                            "sync_s": sync.per_step_s}
+    return Calibration(measured, profile, details, warnings)
+
+
+def write_profile(profile: Profile, path: Path, force: bool) -> None:
+    """YAML of the calibrated profile, written whole or not at all; refuses to replace an existing file unless
+    `force`. Its directory is created if missing (the default calibrated directory, on first use)."""
+    import yaml
+
+    from roofline.files import check_target, write_text_atomically
+
+    check_target(path, "--out", force, parent_must_exist=False)
+    header = ("# Written by `roofline calibrate`: `measured` holds this machine's ceilings and the environment\n"
+              "# they were taken in; roofline refuses to apply them elsewhere.\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RooflineError(f"{path.parent}: cannot create ({exc.strerror})") from None
+    body = yaml.safe_dump(profile.model_dump(mode="json", exclude_none=True), sort_keys=False)
+    write_text_atomically(path, header + body, "--out", force)
+
+
+
+def this_machine() -> tuple[Profile, Path | None]:
+    """This CPU's detected profile, with its calibration when the default calibrated file exists.
+
+    A calibration from another environment is refused (CalibrationMismatch), not silently used.
+    """
+    from roofline.hardware.detect import detect_cpu
+    from roofline.hardware.load import load_profile
+
+    profile = detect_cpu()
+    path = calibrated_path(profile.name)
+    if not path.is_file():
+        return profile, None
+    calibrated = load_profile(path.resolve())
+    if calibrated.measured is None:
+        return profile, None
+    check_environment(calibrated.measured)
+    return calibrated, path
+
+
+def _median(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def _keywise(dicts: list[dict[str, float]]) -> dict[str, float]:
+    """Each key's median over the dicts that have it, in first-seen key order."""
+    keys = list(dict.fromkeys(k for d in dicts for k in d))
+    return {k: statistics.median(d[k] for d in dicts if k in d) for k in keys}
+
+
+def _pointwise(lists: list[list[Any]], key: Callable[[Any], Any], value: str) -> list[Any]:
+    """Points matched by `key` across the lists, each taking the median of its `value` field, in first-seen
+    order; a point only some calibrations reached (a GEMM size past one run's time limit) keeps theirs."""
+    groups: dict[Any, list[Any]] = {}
+    for points in lists:
+        for p in points:
+            groups.setdefault(key(p), []).append(p)
+    return [group[0].model_copy(update={value: statistics.median(getattr(p, value) for p in group)})
+            for group in groups.values()]
+
+
+def combine(calibrations: list[Measured]) -> Measured:
+    """One calibration of this machine from several taken at different times: every figure the median of
+    theirs. On a shared machine a calibration describes the minute it ran in (a 512^3 fp32 product read
+    79, 111 and 134 GFLOP/s within one hour here); calibrations spread over a span of live runs describe
+    that span. The environment is the first's, with the number combined and the last one's date."""
+    if not calibrations:
+        raise RooflineError("no calibrations to combine")
+    first, runs = calibrations[0], len(calibrations)
+    return first.model_copy(update={
+        "peak_flops": _keywise([m.peak_flops for m in calibrations]),
+        "memory_bandwidth": statistics.median(m.memory_bandwidth for m in calibrations),
+        "caches": _pointwise([m.caches for m in calibrations], lambda c: c.level, "bandwidth_bytes_per_s"),
+        "gemm_curves": {dtype: _pointwise([m.gemm_curves.get(dtype, []) for m in calibrations], lambda p: p.n,
+                                          "flops_per_s")
+                        for dtype in dict.fromkeys(d for m in calibrations for d in m.gemm_curves)},
+        "skinny_gemm_fp32": _pointwise([m.skinny_gemm_fp32 for m in calibrations], lambda p: (p.small, p.other),
+                                       "flops_per_s"),
+        "outer_gemm_fp32": _pointwise([m.outer_gemm_fp32 for m in calibrations], lambda p: (p.small, p.other),
+                                      "flops_per_s"),
+        "conv_efficiency": _keywise([m.conv_efficiency for m in calibrations]),
+        "conv_efficiency_points": _pointwise([m.conv_efficiency_points for m in calibrations],
+                                             lambda p: (p.key, p.weight_share), "efficiency"),
+        "conv_fixed_s": _keywise([m.conv_fixed_s for m in calibrations]),
+        "host_to_device_bytes_per_s": _keywise([m.host_to_device_bytes_per_s for m in calibrations]),
+        "kernel_bytes_per_s": _keywise([m.kernel_bytes_per_s for m in calibrations]),
+        "page_fault_bytes_per_s": _median([m.page_fault_bytes_per_s for m in calibrations]),
+        "layout_conversion_bytes_per_s": _keywise([m.layout_conversion_bytes_per_s for m in calibrations]),
+        "dispatch_s_by_kind": _keywise([m.dispatch_s_by_kind for m in calibrations]),
+        "kernel_launch_s": _median([m.kernel_launch_s for m in calibrations]),
+        "framework_dispatch_s": _median([m.framework_dispatch_s for m in calibrations]),
+        "sync_s": _median([m.sync_s for m in calibrations]),
+        "environment": {**first.environment, "combined_calibrations": runs,
+                        "date_last": calibrations[-1].environment.get("date")},
+    })

@@ -1,0 +1,101 @@
+"""The probes every prediction rests on, measured in rounds spread over a calibration and pooled.
+
+On a shared machine the speed of everything drifts, in spells longer than one probe's window. Measured on
+this kind of VM: 10-second medians of a 512^3 fp32 product range from 122 to 154 GFLOP/s over three
+minutes (median 134); a one-element conv2d call costs ~32 us or 45-55 us, switching every few seconds to
+tens of seconds; DRAM streams 18-28 GB/s within one minute. A figure measured once, in a few seconds, lands
+in whichever spell that window hits: three full calibrations read a fp32 peak of 138, 142 and 170 GFLOP/s,
+and conv2d calls of 34, 44 and 57 us. The figures one model's prediction combines then come from different
+spells, and the prediction follows the calibration's luck (MobileNetV3-small at batch 1 was predicted within
+-15..+13% when its probes were timed interleaved with the step, -38% with one calibration's).
+
+So a calibration measures these probes in ROUNDS rounds, each with 1 / ROUNDS of its budget, placed between
+its other steps, and pools each probe's samples (`Measurement.merged`): every figure is a median over the same
+minute, as a model's step is timed over many spells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from roofline.measure.timing import Measurement, pooled
+
+ROUNDS = 3
+DISPATCH_BUDGET_S = 0.2
+"""Seconds per probe of `kernels.dispatch_by_kind`, over all rounds."""
+
+
+def pool_points(first: list[Any], second: list[Any], key: Callable[[Any], Any]) -> list[Any]:
+    """Points of one sweep (dataclasses with a `measurement`) pooled with the same points measured again, matched
+    by `key` (a GEMM size, a bandwidth kernel and working set); a point of only one window keeps its samples,
+    in `first`'s order then `second`'s."""
+    again = {key(p): p for p in second}
+    seen = {key(p) for p in first}
+    return [replace(p, measurement=p.measurement.merged(again[key(p)].measurement)) if key(p) in again else p
+            for p in first] + [p for p in second if key(p) not in seen]
+
+
+def _pool_conv(first: list[Any], second: list[Any]) -> list[Any]:
+    """Convolution results (forward and training measurements) pooled shape by shape."""
+    again = {r.shape: r for r in second}
+    return [replace(r, measurement=r.measurement.merged(again[r.shape].measurement),
+                    training=r.training.merged(again[r.shape].training)) if r.shape in again else r
+            for r in first] or list(second)
+
+
+@dataclass
+class RoundProbes:
+    """The pooled samples of every round so far (`round`); what each probe measures is in its own module."""
+
+    device: str
+    llc_bytes: int | None
+    gemm_dtypes: Sequence[str]
+    """Torch dtypes whose GEMM curve is measured in rounds: the ones predictions use (fp32 on a CPU)."""
+    gemm_sizes: Sequence[int]
+    conv_shapes: Sequence[Any]
+    gemm_budget_s: float
+    stream_budget_s: float
+    """Budget of the skinny and outer-product surfaces and of the kernels' streaming rates."""
+    conv_budget_s: float
+    gemm: dict[str, list[Any]] = field(default_factory=dict)
+    skinny: list[Any] = field(default_factory=list)
+    outer: list[Any] = field(default_factory=list)
+    conv: list[Any] = field(default_factory=list)
+    kernel_rates: list[Any] = field(default_factory=list)
+    dispatch: dict[str, Measurement] = field(default_factory=dict)
+    """Per-call cost of a one-element layer of each kind (`kernels.dispatch_by_kind`)."""
+    in_context: dict[str, Measurement] = field(default_factory=dict)
+    back_to_back: dict[str, Measurement] = field(default_factory=dict)
+    """Convolution fixed-cost probes, in rotation and back to back (`conv.fixed_costs`)."""
+
+    def round(self) -> None:
+        """Time every probe once more with 1 / ROUNDS of its budget, and pool."""
+        from roofline.measure.probes import conv, gemm, kernels
+
+        share = 1 / ROUNDS
+        for dtype in self.gemm_dtypes:
+            points = gemm.sweep("torch", dtype, self.gemm_sizes, device=self.device, llc_bytes=self.llc_bytes,
+                                budget_s=self.gemm_budget_s * share)
+            self.gemm[dtype] = pool_points(self.gemm.get(dtype, []), points, lambda p: p.n)
+        self.skinny = pool_points(self.skinny, gemm.skinny_sweep(self.device, self.stream_budget_s * share),
+                                  lambda p: (p.small, p.other))
+        self.outer = pool_points(self.outer, gemm.outer_sweep(self.device, self.stream_budget_s * share,
+                                                              self.llc_bytes), lambda p: (p.small, p.other))
+        self.conv = _pool_conv(self.conv, [conv.measure(s, self.device, self.conv_budget_s * share)
+                                           for s in self.conv_shapes])
+        self.kernel_rates = pool_points(self.kernel_rates, kernels.streaming_rates(
+            self.device, self.llc_bytes, self.stream_budget_s * share), lambda r: r.key)
+        self.dispatch = pooled(self.dispatch, kernels.dispatch_by_kind(self.device, DISPATCH_BUDGET_S * share))
+        in_context, back_to_back = conv.fixed_costs(self.device, self.conv_budget_s * share)
+        self.in_context = pooled(self.in_context, in_context)
+        self.back_to_back = pooled(self.back_to_back, back_to_back)
+
+    def measurements(self) -> list[Measurement]:
+        """Every pooled measurement, for the calibration's warnings."""
+        return [*(p.measurement for points in self.gemm.values() for p in points),
+                *(p.measurement for p in (*self.skinny, *self.outer, *self.kernel_rates)),
+                *(m for r in self.conv for m in (r.measurement, r.training)),
+                *self.dispatch.values(), *self.in_context.values(),
+                *(self.back_to_back.values() if self.device == "cpu" else ())]

@@ -1,0 +1,345 @@
+"""The ceilings a cost model applies for one device and precision, each tagged datasheet or measured.
+
+A profile carries datasheet figures and, after `roofline calibrate`, measured ones. This module decides,
+once, which number each mechanism uses, so the cost model never reaches into a profile and every figure
+it applies can be shown with its provenance. Measured values win: a datasheet peak is a bound the
+hardware cannot beat, a measured one is what the software stack on this machine actually reaches.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from roofline.errors import RooflineError
+from roofline.hardware.derived import matrix_peak, memory_levels, ridge_point, vector_peak
+from roofline.hardware.schema import GpuProfile, MeasuredConvPoint, Profile
+from roofline.workload.precision import Precision
+
+GEMM_TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
+"""Output tile shapes a GPU GEMM library chooses among (NVIDIA's matrix-multiplication performance guide
+lists 256x128 down to 64x64 for cuBLAS); the cost model picks the fastest, as cuBLAS's heuristics do."""
+
+CPU_GEMM_TILES = ((192, 128), (96, 128), (48, 64))
+"""Per-thread output blocks of CPU BLAS kernels (mc x nc panels of oneDNN/OpenBLAS sgemm)."""
+
+
+@dataclass(frozen=True)
+class Level:
+    """One memory level as the cost model sees it."""
+
+    name: str
+    capacity_bytes: float
+    bandwidth_bytes_per_s: float
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """Every number the cost model applies for one (device, precision), with where it came from."""
+
+    device: str
+    is_gpu: bool
+    units: int
+    """SMs or cores: the parallel units work is quantized over."""
+    compute_dtype: str
+    matrix_flops_per_s: float | None
+    """Tensor-core / AMX / best-GEMM peak for the compute dtype; None when the device has none."""
+    vector_flops_per_s: float
+    """SIMD / CUDA-core peak for the compute dtype (fp32's when the dtype has no native vector path)."""
+    alignment_elements: int | None
+    """Tensor-core alignment for the compute dtype (GEMM dims must be multiples)."""
+    vector_lanes_fp32: int = 0
+    """CPU: fp32 lanes of one SIMD register (simd_width_bits / 32): oneDNN blocks channels by it (aBcd8b on
+    AVX2, aBcd16b on AVX-512), so its layout copies pad channels to a multiple of it. 0 on a GPU."""
+    threads: int = 1
+    """Host threads the framework computes with (the calibration's torch thread count, else the cores): PyTorch
+    picks some CPU kernels by it (`roofline.model.costmodel.cpu_conv_backend`)."""
+    gemm_curve: tuple[tuple[int, float], ...] = ()
+    """Measured (n, FLOP/s) for square GEMMs at this dtype: small products do not reach peak."""
+    gemm_fit: GemmFit | None = None
+    """Hockney's model fitted to `gemm_curve`: what the cost model applies to GEMM-like ops when measured."""
+    skinny_gemm: tuple[tuple[int, int, float], ...] = ()
+    """Measured (small, other, FLOP/s) of (small x other) @ (other x other) products at this dtype (fp32)."""
+    outer_gemm: tuple[tuple[int, int, float], ...] = ()
+    """Measured (inner, other, FLOP/s) of (other x inner) @ (inner x other) products into a cold output (fp32)."""
+    conv_efficiency: dict[str, float] = field(default_factory=dict)
+    conv_efficiency_fits: dict[str, ConvEfficiencyFit] = field(default_factory=dict)
+    """Efficiency key -> its efficiency against the weight share, fitted to the calibration's shapes."""
+    conv_fixed_s: dict[str, float] = field(default_factory=dict)
+    """Measured fixed seconds per convolution call by efficiency key, dispatch included (see Measured)."""
+    kernel_bytes_per_s: dict[str, float] = field(default_factory=dict)
+    """Measured forward rate of non-GEMM kernels by `op.kernel`: a ceiling below the memory level's."""
+    levels: tuple[Level, ...] = ()
+    dispatch_s: float = 0.0
+    dispatch_s_by_kind: dict[str, float] = field(default_factory=dict)
+    """Measured host time per call by `op.kernel` or `op.kind`; `dispatch_s` for kinds not measured."""
+    page_fault_bytes_per_s: float | None = None
+    """CPU: measured first-touch rate of fresh pages, paid by what the allocator takes anew
+    (`roofline.model.cpu_runtime.allocator`)."""
+    layout_conversion_bytes_per_s: dict[str, float] = field(default_factory=dict)
+    """CPU: measured NCHW <-> blocked conversion rate, 'cache' and 'dram' (see Measured)."""
+    launch_s: float = 0.0
+    sync_s: float = 0.0
+    host_link_bytes_per_s: float | None = None
+    host_link_pageable_bytes_per_s: float | None = None
+    provenance: dict[str, str] = field(default_factory=dict)
+    """figure -> 'datasheet' | 'derived' | 'measured' (this machine) | 'published measurement' (the device
+    model, measured elsewhere, with its source in the profile)."""
+    datasheet: dict[str, float] = field(default_factory=dict)
+    """The vendor's figures the applied ones replace ('matrix_flops_per_s', 'dram_bandwidth'), for display."""
+
+    @property
+    def dram(self) -> Level:
+        return self.levels[-1]
+
+    @property
+    def peak_flops_per_s(self) -> float:
+        """The compute dtype's best peak: matrix units where the device has them, else vector units."""
+        return self.matrix_flops_per_s or self.vector_flops_per_s
+
+    @property
+    def ridge_point(self) -> float:
+        """FLOP per DRAM byte at which the step's ops stop being memory-bound (`derived.ridge_point`)."""
+        return ridge_point(self.peak_flops_per_s, self.dram.bandwidth_bytes_per_s)
+
+    @property
+    def tiles(self) -> tuple[tuple[int, int], ...]:
+        return GEMM_TILES if self.is_gpu else CPU_GEMM_TILES
+
+    def conv_efficiency_at(self, key: str, weight_share: float) -> float:
+        """The measured efficiency of convolution kind `key` at this weight share (`ConvEfficiencyFit`); the
+        kind's single figure where no shapes were recorded (a profile calibrated before they were)."""
+        fit = self.conv_efficiency_fits.get(key)
+        return fit.at(weight_share) if fit else self.conv_efficiency[key]
+
+
+def compute_dtype_for(precision: Precision, profile: Profile) -> str | None:
+    """The dtype the math runs in, or None when the device cannot run this precision.
+
+    `amp` runs fp16 where the device has fp16 tensor cores, else bf16 (CPU autocast uses bf16).
+    """
+    dtype = precision.compute_dtype
+    if precision.name == "amp":
+        dtype = "fp16" if isinstance(profile, GpuProfile) and "fp16" in profile.tensor_cores else "bf16"
+    if matrix_peak(profile, dtype) is not None or vector_peak(profile, dtype) is not None:
+        return dtype
+    return None
+
+
+@dataclass(frozen=True)
+class GemmFit:
+    """Hockney's model of a measured GEMM curve: a call costs t0 + 2mnk / r(s), with the rate
+    r(s) = r_inf x s / (s + n_half) growing with the product's operand reuse s (`GemmView.equivalent_n`).
+
+    t0 is the fixed cost of a call (dispatch, thread wake-up); n_half is the size at which half of r_inf is
+    reached (Hockney and Jesshope, Parallel Computers 2). Fitted to the square-GEMM curve, it predicts a skinny
+    product from its reuse without mistaking the small squares' fixed cost for a low rate.
+    """
+
+    t0_s: float
+    r_inf_flops_per_s: float
+    n_half: float
+    n_min: float = 1.0
+    """Smallest measured size. Below it (a matrix-vector product: reuse 3 at m = 1) the library switches
+    to streaming kernels the curve never saw; the rate is held at n_min's and the memory roofline, which
+    the cost model applies beside it, bounds such products."""
+
+    def rate(self, equivalent_n: float) -> float:
+        """FLOP/s of the work alone (t0 excluded), for comparison with other ceilings."""
+        n = max(equivalent_n, self.n_min)
+        return self.r_inf_flops_per_s * n / (n + self.n_half)
+
+
+def fit_gemm_curve(curve: tuple[tuple[int, float], ...]) -> GemmFit | None:
+    """Least squares of t(n) = t0 + (2n^3 + 2 n_half n^2) / r_inf over the curve's points, each weighted by
+    1 / t(n) so the small and large sizes count alike; None with fewer than three points or an unphysical
+    fit (a negative term)."""
+    if len(curve) < 3:
+        return None
+    rows = [(1.0, 2.0 * n**3, 2.0 * n**2, 2.0 * n**3 / rate) for n, rate in curve]
+    rows = [(a / t, b / t, c / t, 1.0) for a, b, c, t in rows]
+    normal = [[sum(r[i] * r[j] for r in rows) for j in range(3)] for i in range(3)]
+    rhs = [sum(r[i] * r[3] for r in rows) for i in range(3)]
+    solution = _solve3(normal, rhs)
+    if solution is None or min(solution) < 0 or solution[1] == 0:
+        return None
+    t0, inverse_rate, half_over_rate = solution
+    return GemmFit(t0, 1 / inverse_rate, half_over_rate / inverse_rate, float(min(n for n, _ in curve)))
+
+
+def _solve3(matrix: list[list[float]], rhs: list[float]) -> list[float] | None:
+    """Gaussian elimination with partial pivoting for a 3 x 3 system (no numpy on the fast paths)."""
+    m = [[*row, value] for row, value in zip(matrix, rhs, strict=True)]
+    for col in range(3):
+        pivot = max(range(col, 3), key=lambda r: abs(m[r][col]))
+        if m[pivot][col] == 0:
+            return None
+        m[col], m[pivot] = m[pivot], m[col]
+        for r in range(col + 1, 3):
+            factor = m[r][col] / m[col][col]
+            m[r] = [a - factor * b for a, b in zip(m[r], m[col], strict=True)]
+    out = [0.0, 0.0, 0.0]
+    for r in (2, 1, 0):
+        out[r] = (m[r][3] - sum(m[r][c] * out[c] for c in range(r + 1, 3))) / m[r][r]
+    return out
+
+
+def skinny_rate(surface: tuple[tuple[int, int, float], ...], small: float, other: float) -> float | None:
+    """FLOP/s of a product whose smallest dimension is `small` and whose other two have geometric mean
+    `other`, interpolated bilinearly in (log small, log other) over the measured surface and held at its
+    edges; None when `small` is beyond the surface (the square curve applies there) or nothing was measured."""
+    smalls = sorted({s for s, _, _ in surface})
+    others = sorted({o for _, o, _ in surface})
+    if not smalls or small > smalls[-1]:
+        return None
+    rate = {(s, o): r for s, o, r in surface}
+
+    def bracket(values: list[int], x: float) -> tuple[int, int, float]:
+        x = min(max(x, values[0]), values[-1])
+        hi = next(i for i, v in enumerate(values) if v >= x)
+        lo = max(hi - 1, 0)
+        if values[hi] == values[lo]:
+            return values[lo], values[hi], 0.0
+        return values[lo], values[hi], math.log(x / values[lo]) / math.log(values[hi] / values[lo])
+
+    s0, s1, fs = bracket(smalls, small)
+    o0, o1, fo = bracket(others, other)
+    if any(key not in rate for key in ((s0, o0), (s0, o1), (s1, o0), (s1, o1))):
+        return None
+    log_rate = ((1 - fs) * (1 - fo) * math.log(rate[s0, o0]) + (1 - fs) * fo * math.log(rate[s0, o1])
+                + fs * (1 - fo) * math.log(rate[s1, o0]) + fs * fo * math.log(rate[s1, o1]))
+    return math.exp(log_rate)
+
+
+MIN_SHARE_SPAN = 0.1
+"""A kind whose calibration shapes span less weight share than this gets no slope: its shapes differ in other
+ways (MobileNetV3's narrow channels, strides), and a slope fitted to them would be one shape's noise."""
+
+
+@dataclass(frozen=True)
+class ConvEfficiencyFit:
+    """log(efficiency) = log_intercept + slope x weight share, least squares over a kind's calibration shapes,
+    held at the ends of the measured shares: one trend and not shape-by-shape interpolation, so that the
+    several activation-heavy shapes of a kind average out rather than each deciding its neighbourhood."""
+
+    lo_share: float
+    hi_share: float
+    log_intercept: float
+    slope: float
+
+    def at(self, weight_share: float) -> float:
+        share = min(max(weight_share, self.lo_share), self.hi_share)
+        return math.exp(self.log_intercept + self.slope * share)
+
+
+def fit_conv_efficiencies(points: list[MeasuredConvPoint]) -> dict[str, ConvEfficiencyFit]:
+    """Efficiency key -> `ConvEfficiencyFit` of its measured shapes."""
+    by_key: dict[str, list[tuple[float, float]]] = {}
+    for p in points:
+        by_key.setdefault(p.key, []).append((p.weight_share, math.log(p.efficiency)))
+    fits = {}
+    for key, pts in by_key.items():
+        shares = [x for x, _ in pts]
+        lo, hi = min(shares), max(shares)
+        mean_x, mean_y = sum(shares) / len(pts), sum(y for _, y in pts) / len(pts)
+        slope = 0.0
+        if hi - lo >= MIN_SHARE_SPAN:
+            slope = (sum((x - mean_x) * (y - mean_y) for x, y in pts)
+                     / sum((x - mean_x) ** 2 for x, _ in pts))
+        fits[key] = ConvEfficiencyFit(lo, hi, mean_y - slope * mean_x, slope)
+    return fits
+
+
+def monotone_curve(points: list[tuple[int, float]]) -> tuple[tuple[int, float], ...]:
+    """The measured GEMM curve as a running maximum over size: a bigger square product has at least the
+    reuse of a smaller one, so a dip is interference on a shared machine (a descheduled thread), not the
+    hardware; without this, one disturbed sample near the top would cap every large GEMM."""
+    best = 0.0
+    out = []
+    for n, rate in sorted(points):
+        best = max(best, rate)
+        out.append((n, best))
+    return tuple(out)
+
+
+def ceilings_for(profile: Profile, precision: Precision) -> Ceilings:
+    """Resolve the ceilings for one precision on one device (measured where calibrated)."""
+    dtype = compute_dtype_for(precision, profile)
+    if dtype is None:
+        raise RooflineError(f"{profile.name} has no {precision.name} support (no native {precision.compute_dtype} "
+                            "units); `roofline hw show` lists what it has")
+    measured = profile.measured
+    provenance: dict[str, str] = {}
+    matrix = matrix_peak(profile, dtype)
+    vector = vector_peak(profile, dtype) or vector_peak(profile, "fp32")
+    matrix_value = matrix.value if matrix else None
+    provenance["matrix_flops_per_s"] = "datasheet" if matrix else "none"
+    vector_value = vector.value if vector else 0.0
+    provenance["vector_flops_per_s"] = "derived"
+    if measured and dtype in measured.peak_flops:
+        best = measured.peak_flops[dtype]
+        if matrix_value is not None:
+            matrix_value = best
+            provenance["matrix_flops_per_s"] = "measured"
+        else:
+            vector_value = best
+            provenance["vector_flops_per_s"] = "measured"
+    elif isinstance(profile, GpuProfile) and dtype in profile.tensor_cores:
+        sustained = profile.tensor_cores[dtype].sustained_flops_per_s
+        if sustained is not None:
+            matrix_value = sustained.value
+            provenance["matrix_flops_per_s"] = "published measurement"
+    alignment = None
+    if isinstance(profile, GpuProfile) and dtype in profile.tensor_cores:
+        alignment = profile.tensor_cores[dtype].alignment_elements
+    curve = monotone_curve([(p.n, p.flops_per_s) for p in (measured.gemm_curves.get(dtype, []) if measured else [])])
+    if curve:
+        provenance["gemm_curve"] = "measured"
+    levels = tuple(Level(*lv) for lv in memory_levels(profile))
+    provenance["dram_bandwidth"] = "measured" if measured else "datasheet"
+    sustained_dram = profile.memory.sustained_bandwidth_bytes_per_s
+    if not measured and sustained_dram is not None:
+        levels = (*levels[:-1], Level(levels[-1].name, levels[-1].capacity_bytes, sustained_dram.value))
+        provenance["dram_bandwidth"] = "published measurement"
+    o = profile.overheads
+    dispatch = o.framework_dispatch_s.value
+    if measured and measured.framework_dispatch_s:
+        dispatch = measured.framework_dispatch_s
+    launch = measured.kernel_launch_s if measured and measured.kernel_launch_s else o.kernel_launch_s.value
+    sync = measured.sync_s if measured and measured.sync_s is not None else o.sync_s.value
+    provenance["dispatch_s"] = "measured" if measured and measured.framework_dispatch_s else "datasheet"
+    link = pageable = None
+    if isinstance(profile, GpuProfile):
+        link = profile.host_link.bandwidth_bytes_per_s.value
+        h2d = measured.host_to_device_bytes_per_s if measured else {}
+        link = h2d.get("pinned", link)
+        pageable = h2d.get("pageable")
+        provenance["host_link"] = "measured" if "pinned" in h2d else "datasheet"
+    units = int(profile.compute.sm_count.value) if isinstance(profile, GpuProfile) else int(
+        profile.compute.cores.value * profile.compute.sockets)
+    is_gpu = isinstance(profile, GpuProfile)
+    threads = measured.environment.get("torch_threads") if measured else None
+    lanes = 0 if is_gpu else int(profile.compute.simd_width_bits.value) // 32  # type: ignore[union-attr]
+    return Ceilings(
+        device=profile.name, is_gpu=is_gpu, units=units, vector_lanes_fp32=lanes,
+        threads=int(threads) if isinstance(threads, int | float) and threads else units, compute_dtype=dtype,
+        matrix_flops_per_s=matrix_value, vector_flops_per_s=vector_value, alignment_elements=alignment,
+        gemm_curve=curve, gemm_fit=fit_gemm_curve(curve),
+        skinny_gemm=tuple((p.small, p.other, p.flops_per_s) for p in measured.skinny_gemm_fp32)
+        if measured and dtype == "fp32" else (),
+        outer_gemm=tuple((p.small, p.other, p.flops_per_s) for p in measured.outer_gemm_fp32)
+        if measured and dtype == "fp32" else (),
+        conv_efficiency=dict(measured.conv_efficiency) if measured else {},
+        conv_efficiency_fits=fit_conv_efficiencies(measured.conv_efficiency_points) if measured else {},
+        conv_fixed_s=dict(measured.conv_fixed_s) if measured else {},
+        kernel_bytes_per_s=dict(measured.kernel_bytes_per_s) if measured else {},
+        levels=levels, dispatch_s=dispatch,
+        dispatch_s_by_kind=dict(measured.dispatch_s_by_kind) if measured else {},
+        page_fault_bytes_per_s=measured.page_fault_bytes_per_s if measured and not is_gpu else None,
+        layout_conversion_bytes_per_s=dict(measured.layout_conversion_bytes_per_s) if measured and not is_gpu
+        else {},
+        launch_s=launch, sync_s=sync, host_link_bytes_per_s=link,
+        host_link_pageable_bytes_per_s=pageable, provenance=provenance,
+        datasheet={"dram_bandwidth": profile.memory.bandwidth_bytes_per_s.value,
+                   **({"matrix_flops_per_s": matrix.value} if matrix else {})},
+    )

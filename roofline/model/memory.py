@@ -1,0 +1,108 @@
+"""Device memory a step needs: weights, gradients, optimizer state, saved activations, workspace, reserve.
+
+Everything but activations and the input batch is independent of the batch size, so the footprint is
+affine in B and the largest batch that fits is solved in closed form from two evaluations.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from roofline.workload.ops.base import Num, Workload
+from roofline.workload.precision import Precision
+
+OPTIMIZER_STATE_PER_PARAM = {"sgd": 0, "momentum": 1, "adam": 2}
+"""fp32 state tensors per parameter: SGD none, momentum one buffer, Adam exp_avg and exp_avg_sq."""
+
+CUBLAS_WORKSPACE_BYTES = 8 * 4096 * 1024
+"""PyTorch's default cuBLAS workspace config ':4096:8' (eight 4 MiB buffers); see torch's
+reproducibility notes on CUBLAS_WORKSPACE_CONFIG. An estimate that `--reserve-bytes` overrides."""
+
+CUDA_CONTEXT_BYTES = 512 * 1024**2
+"""CUDA context, cuDNN/cuBLAS handles and kernel images resident on the device before any tensor: a
+documented estimate (a few hundred MiB on recent drivers, visible in nvidia-smi but not in
+torch.cuda.memory_allocated); measure yours with `nvidia-smi` after `torch.cuda.init()` and override."""
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes by purpose at one batch size."""
+
+    weights: float
+    amp_weight_copies: float
+    gradients: float
+    optimizer_state: float
+    activations: float
+    """Saved for backward (training) or the largest live input+output pair (inference)."""
+    input_batch: float
+    workspace_and_reserve: float
+
+    @property
+    def total(self) -> float:
+        return (self.weights + self.amp_weight_copies + self.gradients + self.optimizer_state
+                + self.activations + self.input_batch + self.workspace_and_reserve)
+
+    def as_dict(self) -> dict[str, float]:
+        return {"weights": self.weights, "amp_weight_copies": self.amp_weight_copies,
+                "gradients": self.gradients, "optimizer_state": self.optimizer_state,
+                "activations": self.activations, "input_batch": self.input_batch,
+                "workspace_and_reserve": self.workspace_and_reserve, "total": self.total}
+
+
+def default_reserve_bytes(is_gpu: bool) -> float:
+    """Bytes unavailable to tensors: CUDA context and library workspace on a GPU, none on a CPU."""
+    return float(CUDA_CONTEXT_BYTES + CUBLAS_WORKSPACE_BYTES) if is_gpu else 0.0
+
+
+def saved_activation_elements(workload: Workload) -> Num:
+    """Activation elements autograd holds for backward: every op's saved tensors, less those two consecutive
+    ops both count but autograd holds once (a ReLU keeps its output and the convolution or linear layer
+    after it keeps that same tensor as its input)."""
+    ops = [op for op in workload.ops if not op.is_free]
+    shared = sum(a.output_elements() for a, b in itertools.pairwise(ops) if a.saves_output and b.saves_input)
+    return sum(op.saved_elements() for op in workload.ops) - shared
+
+
+def memory_breakdown(workload: Workload, precision: Precision, train: bool, optimizer: str = "sgd",
+                     reserve_bytes: float = 0.0) -> MemoryBreakdown:
+    """Footprint of one step. Training keeps every tensor an op saved for backward; inference only needs
+    the largest pair of tensors alive at once (an op's input and output)."""
+    params = float(workload.params())
+    act = precision.storage_bytes
+    if train:
+        weights = params * precision.master_weight_bytes
+        amp_copies = params * precision.storage_bytes if precision.master_weight_bytes > act else 0.0
+        grads = params * precision.master_weight_bytes
+        state = params * 4 * OPTIMIZER_STATE_PER_PARAM[optimizer]
+        saved = float(saved_activation_elements(workload)) * act
+        largest_output = max((float(op.output_elements()) for op in workload.ops if not op.is_free), default=0.0)
+        activations = saved + 2 * largest_output * act
+    else:
+        weights, amp_copies, grads, state = params * act, 0.0, 0.0, 0.0
+        outputs = [float(op.output_elements()) for op in workload.ops if not op.is_free]
+        pairs = [a + b for a, b in itertools.pairwise(outputs)] or outputs or [0.0]
+        activations = max(pairs) * act
+    return MemoryBreakdown(weights, amp_copies, grads, state, activations, float(workload.input_bytes),
+                           reserve_bytes)
+
+
+def max_batch_that_fits(footprint_at, capacity_bytes: float, limit: int = 1 << 20) -> int:
+    """Largest B with footprint_at(B) <= capacity, using that the footprint is affine in B.
+
+    `footprint_at` maps a batch size to bytes. Returns 0 when even B = 1 does not fit.
+    """
+    m1, m2 = footprint_at(1), footprint_at(2)
+    if m1 > capacity_bytes:
+        return 0
+    slope = m2 - m1
+    if slope <= 0:
+        return limit
+    guess = math.floor(1 + (capacity_bytes - m1) / slope)
+    guess = max(1, min(guess, limit))
+    while guess > 1 and footprint_at(guess) > capacity_bytes:
+        guess -= 1
+    while guess < limit and footprint_at(guess + 1) <= capacity_bytes:
+        guess += 1
+    return guess

@@ -1,0 +1,240 @@
+"""One training or inference step: every op pass costed, then the host/device timeline assembled.
+
+The async rule: on a GPU the host only queues kernels, so a step costs max(host time, device time) and
+the slower side sets the pace; a synchronization point (`loss.item()`, printing a tensor) makes the host
+wait for the device, costing one round trip each and, at the step boundary, ending the overlap of one
+step's host work with the previous step's device work. On a CPU the same thread dispatches and computes,
+so host and compute add up. The input batch crosses the host link each step; with pinned memory and
+`non_blocking=True` the copy overlaps compute, from pageable memory it does not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from dataclasses import dataclass, field, replace
+
+from roofline.hardware.schema import Profile
+from roofline.model.ceilings import Ceilings, ceilings_for
+from roofline.model.costmodel import CostContext, OpCost, op_cost, with_first_touch
+from roofline.model.cpu_runtime.heap_requests import first_touch_bytes
+from roofline.model.memory import MemoryBreakdown, default_reserve_bytes, memory_breakdown
+from roofline.workload.ops.base import PASSES, Op, Workload
+from roofline.workload.precision import Precision
+
+OPTIMIZER_TRAFFIC = {
+    # name: (fp32 tensors read, fp32 tensors written, FLOPs per parameter, ops per parameter tensor)
+    "sgd": (2, 1, 2, 1),  # w -= lr * g
+    "momentum": (3, 2, 4, 2),  # buf = mu * buf + g; w -= lr * buf
+    "adam": (4, 3, 12, 8),  # m, v moving averages, bias correction, w -= lr * m / (sqrt(v) + eps)
+}
+"""Per-parameter work of one optimizer update, from the update rules in torch.optim's single-tensor loops."""
+
+PAGEABLE_STAGING_COPIES = 2
+"""A copy from pageable memory is two serial copies: a host memcpy into a pinned staging buffer, then the
+DMA over the link. Without a measured pageable rate the memcpy is taken as fast as the link (one thread's
+memcpy, 10-20 GB/s, is of the order of a PCIe 3/4 x16 link); calibration measures the real rate."""
+
+FOREACH_MAX_TENSORS_PER_LAUNCH = 48
+"""On CUDA, torch.optim's foreach path batches parameter tensors into multi-tensor-apply launches; the
+depth-4 launch (Adam) takes up to 48 tensors (depth_to_max_tensors in ATen's MultiTensorApply.cuh)."""
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    train: bool = False
+    optimizer: str = "sgd"
+    pinned: bool = False
+    """Input batch in pinned host memory, copied with non_blocking=True (overlaps compute)."""
+    sync_points: int = 0
+    """Host-device synchronizations per step the user's loop has (`.item()`, printing a tensor)."""
+    include_transfer: bool = True
+    reserve_bytes: float | None = None
+    channels_last: bool = False
+    """Convolution activations in NHWC, so tensor-core convolutions need no layout transposes."""
+
+
+@dataclass(frozen=True)
+class StepPrediction:
+    """A predicted step, its parts, and the per-op costs behind them."""
+
+    model: str
+    device: str
+    batch_size: int
+    precision: str
+    train: bool
+    step_time_s: float
+    host_s: float
+    device_s: float
+    transfer_s: float
+    sync_s: float
+    optimizer_s: float
+    amp_cast_s: float
+    memory: MemoryBreakdown
+    capacity_bytes: float
+    ops: list[OpCost] = field(repr=False)
+    ceilings: Ceilings = field(repr=False)
+
+    @property
+    def samples_per_s(self) -> float:
+        return self.batch_size / self.step_time_s if self.step_time_s > 0 else math.inf
+
+    @property
+    def fits(self) -> bool:
+        return self.memory.total <= self.capacity_bytes
+
+    @property
+    def flops(self) -> float:
+        return sum(o.flops for o in self.ops)
+
+    @property
+    def bytes(self) -> float:
+        return sum(o.bytes for o in self.ops)
+
+    @property
+    def fresh_bytes(self) -> float:
+        """Bytes the step writes into freshly mapped pages (CPU first-touch page faults)."""
+        return sum(o.fresh_bytes for o in self.ops)
+
+    def time_by_bound(self) -> dict[str, float]:
+        """Device-side time per bound class ('compute', 'memory:<level>', 'overhead')."""
+        shares: dict[str, float] = {}
+        for o in self.ops:
+            if o.bound == "free":
+                continue
+            shares[o.bound] = shares.get(o.bound, 0.0) + o.time_s
+        return shares
+
+
+def drained_pipeline_s(costs: list[OpCost]) -> float:
+    """Step time when the device starts idle and the step ends in a sync: op i can start only once the
+    host has queued it and op i-1 has finished, so finish_i = max(finish_{i-1}, queued_i) + device_i."""
+    queued = finish = 0.0
+    for o in costs:
+        queued += o.host_s
+        finish = max(finish, queued) + o.device_s
+    return max(finish, queued)
+
+
+def executed(ops: list[Op], passes: tuple[str, ...]) -> list[tuple[str, Op]]:
+    """(pass, op) pairs a step runs, in execution order. Autograd differentiates only what depends on a
+    parameter: ops before the first layer with weights get no backward at all, and that first layer
+    computes its weight gradient but no gradient for its input."""
+    first = next((i for i, op in enumerate(ops) if op.params()), len(ops))
+    return [(pass_, op) for pass_ in passes for index, op in enumerate(ops)
+            if pass_ == "forward" or index > first or (index == first and pass_ == "backward_weight")]
+
+
+def written_bytes(ops: list[Op], passes: tuple[str, ...], activation_bytes: int, weight_bytes: int) -> float:
+    """Bytes every pass of a step writes (activations, and gradients when training): with the weights, what
+    passes through the caches between two uses of one weight."""
+    total = 0.0
+    for pass_, op in executed(ops, passes):
+        t = op.traffic(pass_)
+        total += float(t.activations_written) * activation_bytes + float(t.weights_written) * weight_bytes
+    return total
+
+
+def op_costs(ops: list[Op], passes: tuple[str, ...], ctx: CostContext) -> list[OpCost]:
+    """Every pass of every op, in execution order. Models repeat layers of one shape (ResNet-50's 175 ops
+    have 49 distinct shapes, BERT's 227 have 17), and a cost is a pure function of shape, pass and
+    context, so each distinct one is computed once and renamed for its other occurrences."""
+    memo: dict[Hashable, OpCost] = {}
+    out = []
+    for pass_, op in executed(ops, passes):
+        key: Hashable | None = (pass_, type(op), *[v for k, v in vars(op).items() if k != "name"])
+        try:
+            cost = memo.get(key)
+        except TypeError:  # a field that cannot be hashed: cost it every time
+            key = cost = None
+        if cost is None:
+            cost = op_cost(op, pass_, ctx)
+            if key is not None:
+                memo[key] = cost
+        elif cost.name != op.name:
+            cost = replace(cost, name=op.name)
+        out.append(cost)
+    return out
+
+
+def _param_tensors(workload: Workload) -> int:
+    return sum(op.param_tensors() for op in workload.ops)
+
+
+def _bulk_cost(name: str, flops: float, read_b: float, written_b: float, launches: int,
+               c: Ceilings) -> OpCost:
+    """A memory-streaming pass over all parameters (optimizer update, AMP weight casts)."""
+    nbytes = read_b + written_b
+    memory_s = nbytes / c.dram.bandwidth_bytes_per_s
+    compute_s = flops / c.vector_flops_per_s if c.vector_flops_per_s else 0.0
+    host_s = launches * c.dispatch_s
+    launch_s = c.launch_s * launches if c.is_gpu else 0.0
+    device_s = max(compute_s, memory_s, launch_s)
+    bound = "overhead" if max(host_s, launch_s) > max(compute_s, memory_s) else (
+        "compute" if compute_s > memory_s else "memory:DRAM")
+    return OpCost(name, "optimizer" if name == "optimizer" else "cast", "update", flops, nbytes, compute_s,
+                  memory_s, host_s, device_s, bound, "vector", (), launches, c.is_gpu)
+
+
+def step_memory(workload: Workload, is_gpu: bool, precision: Precision, options: StepOptions) -> MemoryBreakdown:
+    """What one step holds on the device: the part of a prediction a memory-fit search needs, without the time
+    (on a CPU the time replays the step's heap requests, tens of milliseconds for a training step)."""
+    reserve = options.reserve_bytes if options.reserve_bytes is not None else default_reserve_bytes(is_gpu)
+    return memory_breakdown(workload, precision, options.train, options.optimizer, reserve)
+
+
+def predict_step(workload: Workload, profile: Profile, precision: Precision,
+                 options: StepOptions | None = None) -> StepPrediction:
+    """Predict the time and memory of one step of `workload` on `profile` at `precision`."""
+    opts = options or StepOptions()
+    c = ceilings_for(profile, precision)
+    params = float(workload.params())
+    amp = precision.master_weight_bytes > precision.storage_bytes
+    weight_bytes = precision.storage_bytes
+    passes = PASSES if opts.train else ("forward",)
+    ops = workload.ops if opts.train else workload.inference_ops()
+    reuse = params * weight_bytes + written_bytes(ops, passes, precision.storage_bytes, weight_bytes)
+    ctx = CostContext(c, precision.storage_bytes, weight_bytes, weight_reuse_bytes=reuse,
+                      channels_last=opts.channels_last)
+    costs = op_costs(ops, passes, ctx)
+    if c.page_fault_bytes_per_s:
+        fresh = first_touch_bytes(executed(ops, passes), workload.flow(), opts.train, ctx)
+        costs = [with_first_touch(cost, b, c.page_fault_bytes_per_s) for cost, b in zip(costs, fresh, strict=True)]
+    ptensors = _param_tensors(workload)
+    optimizer_s = amp_cast_s = 0.0
+    if opts.train:
+        reads, writes, flops_pp, ops_pt = OPTIMIZER_TRAFFIC[opts.optimizer]
+        launches = ops_pt * (math.ceil(ptensors / FOREACH_MAX_TENSORS_PER_LAUNCH) if c.is_gpu else ptensors)
+        opt = _bulk_cost("optimizer", flops_pp * params, reads * 4 * params, writes * 4 * params, launches, c)
+        costs.append(opt)
+        optimizer_s = opt.time_s
+    if amp:
+        cast = _bulk_cost("amp weight casts", 0.0, params * precision.master_weight_bytes,
+                          params * precision.storage_bytes, ptensors, c)
+        costs.append(cast)
+        amp_cast_s = cast.time_s
+    host_s = sum(o.host_s for o in costs)
+    device_s = sum(o.device_s for o in costs)
+    sync_s = opts.sync_points * c.sync_s
+    transfer_s = 0.0
+    if c.is_gpu and opts.include_transfer and c.host_link_bytes_per_s:
+        nbytes = float(workload.input_bytes)
+        if opts.pinned:
+            transfer_s = nbytes / c.host_link_bytes_per_s
+        else:
+            pageable = c.host_link_pageable_bytes_per_s or c.host_link_bytes_per_s / PAGEABLE_STAGING_COPIES
+            transfer_s = nbytes / pageable
+    if c.is_gpu:
+        copy_on_critical_path = 0.0 if opts.pinned else transfer_s
+        device_total = device_s + (transfer_s if opts.pinned else 0.0)
+        if opts.sync_points:
+            step = drained_pipeline_s(costs) + sync_s + copy_on_critical_path + (transfer_s if opts.pinned else 0)
+        else:
+            step = max(host_s + copy_on_critical_path, device_total)
+        step = max(step, transfer_s)
+    else:
+        step = host_s + device_s + sync_s
+    memory = step_memory(workload, c.is_gpu, precision, opts)
+    return StepPrediction(workload.name, profile.name, int(workload.batch), precision.name, opts.train, step,
+                          host_s, device_s, transfer_s, sync_s, optimizer_s, amp_cast_s, memory,
+                          profile.memory.capacity_bytes.value, costs, c)

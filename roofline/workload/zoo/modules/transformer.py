@@ -1,0 +1,211 @@
+"""BERT-base (Hugging Face BertModel, pooler included) and GPT-2 small (GPT2LMHeadModel, lm_head tied to the
+token embedding), with Hugging Face's module names and shapes, attention through
+F.scaled_dot_product_attention (GPT-2 with is_causal=True), so that flash kernels run where torch has them.
+GPT-2's Conv1D layers are nn.Linear here: the same product with the weight stored transposed."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from roofline.workload.zoo.transformer import BERT, GPT2, Config
+
+
+class SelfAttention(nn.Module):
+    """Multi-head attention on (B, S, hidden): heads split, fused attention, heads merged (one copy)."""
+
+    def __init__(self, cfg: Config, causal: bool) -> None:
+        super().__init__()
+        self.heads, self.causal, self.dropout_p = cfg.heads, causal, cfg.dropout
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        batch, seq, hidden = q.shape
+        q, k, v = (t.view(batch, seq, self.heads, hidden // self.heads).transpose(1, 2) for t in (q, k, v))
+        out = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout_p if self.training else 0.0,
+                                             is_causal=self.causal)
+        return out.transpose(1, 2).reshape(batch, seq, hidden)
+
+
+class BertSelfAttention(SelfAttention):
+    def __init__(self, cfg: Config) -> None:
+        super().__init__(cfg, causal=False)
+        self.query = nn.Linear(cfg.hidden, cfg.hidden)
+        self.key = nn.Linear(cfg.hidden, cfg.hidden)
+        self.value = nn.Linear(cfg.hidden, cfg.hidden)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.attend(self.query(x), self.key(x), self.value(x))
+
+
+class BertAddNorm(nn.Module):
+    """dense -> dropout -> add the sublayer's input -> LayerNorm (BertSelfOutput and BertOutput)."""
+
+    def __init__(self, cfg: Config, width: int) -> None:
+        super().__init__()
+        self.dense = nn.Linear(width, cfg.hidden)
+        self.LayerNorm = nn.LayerNorm(cfg.hidden, eps=cfg.ln_eps)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: Tensor, residual: Tensor) -> Tensor:
+        return self.LayerNorm(self.dropout(self.dense(x)) + residual)
+
+
+class BertAttention(nn.Module):
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.self = BertSelfAttention(cfg)
+        self.output = BertAddNorm(cfg, cfg.hidden)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.output(self.self(x), x)
+
+
+class BertIntermediate(nn.Module):
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.dense = nn.Linear(cfg.hidden, cfg.ffn)
+        self.intermediate_act_fn = nn.GELU()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.intermediate_act_fn(self.dense(x))
+
+
+class BertLayer(nn.Module):
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.attention = BertAttention(cfg)
+        self.intermediate = BertIntermediate(cfg)
+        self.output = BertAddNorm(cfg, cfg.ffn)
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = self.attention(x)
+        return self.output(self.intermediate(x), x)
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.layer = nn.ModuleList(BertLayer(cfg) for _ in range(cfg.layers))
+
+    def forward(self, x: Tensor) -> Tensor:
+        for layer in self.layer:
+            x = layer(x)
+        return x
+
+
+class BertEmbeddings(nn.Module):
+    """Word + token type (all zeros: one segment) + position embeddings, LayerNorm, dropout."""
+
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.word_embeddings = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.position_embeddings = nn.Embedding(cfg.positions, cfg.hidden)
+        self.token_type_embeddings = nn.Embedding(cfg.token_types, cfg.hidden)
+        self.LayerNorm = nn.LayerNorm(cfg.hidden, eps=cfg.ln_eps)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.register_buffer("position_ids", torch.arange(cfg.positions).expand(1, -1), persistent=False)
+        self.register_buffer("token_type_ids", torch.zeros(1, cfg.positions, dtype=torch.long), persistent=False)
+
+    def forward(self, ids: Tensor) -> Tensor:
+        batch, seq = ids.shape
+        positions = self.position_ids[:, :seq]
+        token_types = self.token_type_ids[:, :seq].expand(batch, seq)
+        x = self.word_embeddings(ids) + self.token_type_embeddings(token_types)
+        x = x + self.position_embeddings(positions)
+        return self.dropout(self.LayerNorm(x))
+
+
+class BertPooler(nn.Module):
+    """tanh(dense(first token)): the sentence vector a classification head reads."""
+
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.dense = nn.Linear(cfg.hidden, cfg.hidden)
+        self.activation = nn.Tanh()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.activation(self.dense(x[:, 0]))
+
+
+class BertModel(nn.Module):
+    """Returns (sequence output (B, S, hidden), pooled output (B, hidden)) as BertModel does."""
+
+    def __init__(self, cfg: Config = BERT) -> None:
+        super().__init__()
+        self.embeddings = BertEmbeddings(cfg)
+        self.encoder = BertEncoder(cfg)
+        self.pooler = BertPooler(cfg)
+
+    def forward(self, ids: Tensor) -> tuple[Tensor, Tensor]:
+        x = self.encoder(self.embeddings(ids))
+        return x, self.pooler(x)
+
+
+class GPT2Attention(SelfAttention):
+    def __init__(self, cfg: Config) -> None:
+        super().__init__(cfg, causal=True)
+        self.c_attn = nn.Linear(cfg.hidden, 3 * cfg.hidden)
+        self.c_proj = nn.Linear(cfg.hidden, cfg.hidden)
+        self.resid_dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        q, k, v = self.c_attn(x).split(x.shape[-1], dim=2)
+        return self.resid_dropout(self.c_proj(self.attend(q, k, v)))
+
+
+class GPT2MLP(nn.Module):
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(cfg.hidden, cfg.ffn)
+        self.act = nn.GELU(approximate="tanh")
+        self.c_proj = nn.Linear(cfg.ffn, cfg.hidden)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.dropout(self.c_proj(self.act(self.c_fc(x))))
+
+
+class GPT2Block(nn.Module):
+    """Pre-norm: x + attn(ln_1(x)), then x + mlp(ln_2(x))."""
+
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg.hidden, eps=cfg.ln_eps)
+        self.attn = GPT2Attention(cfg)
+        self.ln_2 = nn.LayerNorm(cfg.hidden, eps=cfg.ln_eps)
+        self.mlp = GPT2MLP(cfg)
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = self.attn(self.ln_1(x)) + x
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT2Model(nn.Module):
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.wte = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.wpe = nn.Embedding(cfg.positions, cfg.hidden)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.h = nn.ModuleList(GPT2Block(cfg) for _ in range(cfg.layers))
+        self.ln_f = nn.LayerNorm(cfg.hidden, eps=cfg.ln_eps)
+        self.register_buffer("position_ids", torch.arange(cfg.positions).expand(1, -1), persistent=False)
+
+    def forward(self, ids: Tensor) -> Tensor:
+        x = self.drop(self.wte(ids) + self.wpe(self.position_ids[:, :ids.shape[1]]))
+        for block in self.h:
+            x = block(x)
+        return self.ln_f(x)
+
+
+class GPT2LMHeadModel(nn.Module):
+    """Logits (B, S, vocab); lm_head shares its weight with transformer.wte."""
+
+    def __init__(self, cfg: Config = GPT2) -> None:
+        super().__init__()
+        self.transformer = GPT2Model(cfg)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        self.lm_head.weight = self.transformer.wte.weight
+
+    def forward(self, ids: Tensor) -> Tensor:
+        return self.lm_head(self.transformer(ids))
