@@ -342,7 +342,7 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
                        "memory_bytes": p.memory.total} for p in preds]
     result = PredictResult(**out)
     if target is not None:
-        result.html = _write_report(target, profile, hw or gpu or cpu or "", result, None)
+        result.html = _write_report(target, profile, hw or gpu or cpu or "", result, None, force)
     return result
 
 
@@ -384,39 +384,43 @@ def advise(model: ModelLike = None, *, hw: str | None = None, gpu: str | None = 
     if plot is not None:
         from roofline.report.plots import plot_path
 
-        plot_target = plot_path(plot, name, profile.name)
+        plot_target = plot_path(plot, name, profile.name, force)
     opts = _options(train, optimizer, pinned, sync, channels_last, reserve_bytes)
     advice = run_advisor(name, build, profile, train, precision, opts)
     out = _advice_dict(advice)
     if plot_target is not None:
         from roofline.report.plots import write_advice_plots
 
-        out["plot"] = write_advice_plots(advice, profile, plot_target)
+        out["plot"] = write_advice_plots(advice, profile, plot_target, force)
     result = AdviseResult(**out)
     if target is not None:
         rec = result.recommended
         step = predict(req, hw=hw, gpu=gpu, cpu=cpu, batch=rec.batch_size, precision=rec.precision, train=train,
                        optimizer=optimizer, pinned=pinned, sync=sync, channels_last=channels_last,
                        reserve_bytes=reserve_bytes, allow_oversize=True)
-        result.html = _write_report(target, profile, hw or gpu or cpu or "", step, result)
+        result.html = _write_report(target, profile, hw or gpu or cpu or "", step, result, force)
     return result
 
 
 def _html_target(html: str | Path | None, force: bool) -> Path | None:
     """Checked before any work: a refusal to overwrite costs nothing."""
-    from roofline.report.html import check_target
+    from roofline.files import check_target
 
-    return None if html is None else check_target(html, force)
+    if html is None:
+        return None
+    check_target(Path(html), "--html", force)
+    return Path(html)
 
 
 def _write_report(target: Path, profile: Profile, name: str, step: PredictResult,
-                  advice: AdviseResult | None) -> str:
-    from roofline.report.html import render_report, write_atomically
+                  advice: AdviseResult | None, force: bool) -> str:
+    from roofline.files import write_text_atomically
+    from roofline.report.html import render_report
     from roofline.report.hw_view import profile_summary
 
     page = render_report(profile_summary(profile, profile_name(name)), step.to_dict(),
                          advice.to_dict() if advice is not None else None)
-    write_atomically(target, page)
+    write_text_atomically(target, page, "--html", force)
     return str(target.resolve())
 
 
@@ -620,7 +624,7 @@ def advise_serving(model: str, *, hw: str | None = None, gpu: str | None = None,
     if plot:
         from roofline.report.plots import plot_path
 
-        target = plot_path(str(plot), cfg.name, profile.name)
+        target = plot_path(str(plot), cfg.name, profile.name, force=False)
     advice = advise_request(cfg, profile, prompt_len, output_len, runtime, precision or "auto", kv_precision,
                             group_size, tpot_ms / 1e3 if tpot_ms else None, ttft_ms / 1e3 if ttft_ms else None)
     out = advice_dict(advice)

@@ -10,11 +10,19 @@ import argparse
 import sys
 
 from roofline.commands import COMMANDS
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, UsageError, one_line
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are raised, not printed with a usage block, so that they reach the user as the
+    contract's one line; subcommand parsers are of this class too (argparse creates them from the parent's)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{message} (`{self.prog} --help` lists the arguments)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="roofline",
         description="How fast will this model run on that CPU or GPU, why, and what to change.",
     )
@@ -25,12 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         return int(args.handler(args) or 0)
     except RooflineError as exc:
-        print(f"roofline: error: {exc}", file=sys.stderr)
+        print(f"roofline: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("roofline: interrupted", file=sys.stderr)

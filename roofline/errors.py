@@ -4,9 +4,15 @@ The CLI catches `RooflineError` at its boundary and prints the message as one li
 Anything else escaping is a bug in roofline, not a user error, and is allowed to show its traceback.
 """
 
+import re
+
 
 class RooflineError(Exception):
     """A problem the user can fix; the message says what was expected and how to fix it."""
+
+
+class UsageError(RooflineError):
+    """Command-line arguments that do not parse: a missing or unknown option, a value of the wrong type."""
 
 
 class UnknownName(RooflineError):
@@ -31,6 +37,18 @@ class MissingDependency(RooflineError):
 
 class CalibrationMismatch(RooflineError):
     """A calibration taken on other hardware or another software environment."""
+
+
+MAX_MESSAGE_CHARS = 1000
+"""Longest error line printed: a message echoes what the user typed, which may be a 100 kB argument."""
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def one_line(message: str) -> str:
+    """`message` as one printable line: line breaks and other whitespace runs become one space, remaining
+    control characters their escapes, and the whole at most MAX_MESSAGE_CHARS long."""
+    text = _CONTROL.sub(lambda m: repr(m.group())[1:-1], " ".join(message.split()))
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
 
 
 def did_you_mean(name: str, candidates: list[str], limit: int = 3) -> str:

@@ -284,7 +284,8 @@ def test_a_calibration_of_this_gpu_outranks_the_published_measurements():
     from roofline.workload.precision import get_precision
 
     a100 = load_profile(SHIPPED_DIR / "gpu" / "a100-sxm4-80gb.yaml")
-    measured = Measured(peak_flops={"fp16": 240e12}, memory_bandwidth=1.6e12, environment={"gpu_model": "A100"})
+    measured = Measured(peak_flops={"fp32": 19e12, "fp16": 240e12}, memory_bandwidth=1.6e12,
+                        environment={"gpu_model": "A100"})
     c = ceilings_for(a100.model_copy(update={"measured": measured}), get_precision("fp16"))
     assert (c.matrix_flops_per_s, c.dram.bandwidth_bytes_per_s) == (240e12, 1.6e12)
     assert c.provenance["matrix_flops_per_s"] == c.provenance["dram_bandwidth"] == "measured"

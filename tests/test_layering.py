@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "units"),
+    ("files",),
     ("hardware", "workload"),
     ("model",),
     ("measure",),

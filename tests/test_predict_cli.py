@@ -103,7 +103,7 @@ def test_batch_that_does_not_fit_is_refused(capsys):
     (["--model", "resnet50", "--gpu", "v100", "--batch", "8,x"], "--batch"),
     (["--op", "gemm(m=8,n=8", "--gpu", "v100"], "expected NAME(key=value"),
     (["--op", "gemm(m=8,n=8,q=3)", "--gpu", "v100"], "unknown parameter"),
-    (["--op", "gemm(m=0,n=8,k=8)", "--gpu", "v100"], "impossible shapes"),
+    (["--op", "gemm(m=0,n=8,k=8)", "--gpu", "v100"], "m=0: expected 1 to"),
     (["--op", "gemmm(m=8,n=8,k=8)", "--gpu", "v100"], "unknown op"),
     (["--op", "gemm(m=8,n=8,k=8)", "--gpu", "v100", "--batch", "8"], "does not apply to --op"),
     (["--model", "resnet50", "--gpu", "v100", "--precision", "bf16"], "no bf16 support"),

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from roofline.commands.common import add_hw_args, add_json_flag, print_json
-from roofline.commands.model_args import add_model_args, model_request
+from roofline.commands.common import MAX_GPUS, add_hw_args, add_json_flag, integer, number, print_json, text
+from roofline.commands.model_args import MAX_RESERVE_BYTES, MAX_SYNC_POINTS, add_model_args, model_request
 from roofline.commands.serving import add_serving_args
 from roofline.workload.llm.builtins import serving_requested
 
@@ -19,22 +19,25 @@ def add_parser(subparsers: Any) -> None:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--train", action="store_true", help="training steps (forward+backward+optimizer)")
     mode.add_argument("--infer", action="store_true", help="inference (the default)")
-    p.add_argument("--precision", default="auto", metavar="auto|P", help="auto (default) or one precision")
+    p.add_argument("--precision", type=text, default="auto", metavar="auto|P", help="auto (default) or one precision")
     p.add_argument("--optimizer", default="sgd", choices=["sgd", "momentum", "adam"])
     p.add_argument("--pinned", action="store_true", help="inputs in pinned memory (copies overlap compute)")
-    p.add_argument("--sync", type=int, default=0, metavar="N", help="sync points per step (e.g. loss.item())")
+    p.add_argument("--sync", type=integer(0, MAX_SYNC_POINTS), default=0, metavar="N",
+                   help="sync points per step (e.g. loss.item())")
     p.add_argument("--channels-last", action="store_true",
                    help="activations in NHWC (torch.channels_last): no layout transposes around tensor-core "
                         "convolutions")
-    p.add_argument("--reserve-bytes", type=float, metavar="BYTES", help="device memory unavailable to tensors")
-    p.add_argument("--plot", metavar="DIR|FILE.png|FILE.svg",
+    p.add_argument("--reserve-bytes", type=number(0, MAX_RESERVE_BYTES), metavar="BYTES",
+                   help="device memory unavailable to tensors")
+    p.add_argument("--plot", type=text, metavar="DIR|FILE.png|FILE.svg",
                    help="write the roofline and batch-sweep plots (into DIR as a PNG, or to FILE)")
-    p.add_argument("--html", metavar="FILE.html", help="also write the HTML report (as `roofline report`)")
-    p.add_argument("--force", action="store_true", help="let --html overwrite an existing file")
+    p.add_argument("--html", type=text, metavar="FILE.html", help="also write the HTML report (as `roofline report`)")
+    p.add_argument("--force", action="store_true", help="let --html or --plot replace an existing file")
     g = p.add_argument_group("data-parallel training (with --train)")
-    g.add_argument("--gpus", type=int, metavar="N", help="most GPUs to consider (advises how many, up to N)")
-    g.add_argument("--node", metavar="NAME", help="node profile (default: the one holding --gpu)")
-    g.add_argument("--min-efficiency", type=float, default=0.9, metavar="E",
+    g.add_argument("--gpus", type=integer(1, MAX_GPUS), metavar="N",
+                   help="most GPUs to consider (advises how many, up to N)")
+    g.add_argument("--node", type=text, metavar="NAME", help="node profile (default: the one holding --gpu)")
+    g.add_argument("--min-efficiency", type=number(0.0, 1.0, exclusive_least=True), default=0.9, metavar="E",
                    help="scaling efficiency a GPU count must keep to be recommended (default 0.9)")
     add_serving_args(p, advise=True)
     add_json_flag(p)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from roofline.commands.common import add_json_flag, print_json
+from roofline.commands.common import add_json_flag, integer, print_json, text
 from roofline.commands.model_args import add_model_args, model_request
 from roofline.workload.llm.builtins import serving_requested
+from roofline.workload.request import MAX_BATCH
 
 
 def add_parser(subparsers: Any) -> None:
@@ -16,14 +17,14 @@ def add_parser(subparsers: Any) -> None:
                               description="Count what a model costs per layer; with --hw, where each layer "
                                           "crosses that device's ridge point.")
     add_model_args(p, allow_op=True)
-    p.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
-    p.add_argument("--precision", metavar="P",
+    p.add_argument("--batch", type=integer(1, MAX_BATCH), default=1, help="batch size (default 1)")
+    p.add_argument("--precision", type=text, metavar="P",
                    help="element size for bytes (default fp32; language models: bf16, or int8/int4/fp8 weights)")
     p.add_argument("--train", action="store_true", help="count forward + both backward passes")
     hw = p.add_mutually_exclusive_group()
-    hw.add_argument("--hw", metavar="NAME|PATH", help="device whose ridge point each layer is compared with")
-    hw.add_argument("--gpu", metavar="NAME", help="a GPU profile")
-    hw.add_argument("--cpu", metavar="NAME", help="a CPU profile")
+    hw.add_argument("--hw", type=text, metavar="NAME|PATH", help="device whose ridge point each layer is compared with")
+    hw.add_argument("--gpu", type=text, metavar="NAME", help="a GPU profile")
+    hw.add_argument("--cpu", type=text, metavar="NAME", help="a CPU profile")
     p.add_argument("--symbolic", action="store_true", help="print FLOPs(B) and bytes(B) as formulas (sympy)")
     p.add_argument("--prompt-len", type=int, metavar="P", help="language models: prompt tokens (default 512)")
     p.add_argument("--output-len", type=int, metavar="O",

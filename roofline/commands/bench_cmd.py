@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from roofline.commands.common import add_json_flag, print_json
+from roofline.commands.common import add_json_flag, integer, print_json, text
 from roofline.errors import RooflineError
 
 
@@ -17,14 +17,16 @@ def add_parser(subparsers) -> None:
                               description="Measure a lesson on this machine and compare it with the model.")
     sub = p.add_subparsers(dest="bench_command", metavar="LESSON", required=True)
     g = sub.add_parser("gemm-strategies", help="one matrix product element-wise, by columns, whole, blocked")
-    g.add_argument("--n", type=int, default=256, help="matrix size (default 256; element-wise is n^2 calls)")
-    g.add_argument("--hw", metavar="NAME|PATH", help="CPU profile for the predictions (default: this machine, "
+    g.add_argument("--n", type=integer(8, 1024), default=256,
+                   help="matrix size, 8 to 1024 (default 256; element by element makes n^2 Python calls)")
+    g.add_argument("--hw", type=text, metavar="NAME|PATH",
+                   help="CPU profile for the predictions (default: this machine, "
                    "calibrated if `roofline calibrate` has run)")
     add_json_flag(g)
     g.set_defaults(handler=run_strategies)
     t = sub.add_parser("transfer", help="when copies to and from a GPU cancel its advantage")
-    t.add_argument("--gpu", metavar="NAME", default="v100", help="GPU profile to model (default v100)")
-    t.add_argument("--n", default="64,128,256,512,1024,2048", help="matrix sizes, comma-separated")
+    t.add_argument("--gpu", type=text, metavar="NAME", default="v100", help="GPU profile to model (default v100)")
+    t.add_argument("--n", type=text, default="64,128,256,512,1024,2048", help="matrix sizes, comma-separated")
     add_json_flag(t)
     t.set_defaults(handler=run_transfer)
 
@@ -46,8 +48,6 @@ def _cpu_ceilings(hw: str | None):
 def run_strategies(args: argparse.Namespace) -> int:
     from roofline.lessons import strategies
 
-    if not 8 <= args.n <= 1024:
-        raise RooflineError(f"--n {args.n}: choose 8..1024 (element by element makes n^2 Python calls)")
     profile, source, c = _cpu_ceilings(args.hw)
     cores = int(profile.compute.cores.value * profile.compute.sockets)
     results = strategies.run(c, args.n, cores)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from roofline.commands.common import add_json_flag, print_json
+from roofline.commands.common import add_json_flag, integer, print_json, text
+from roofline.errors import RooflineError
 
 
 def add_parser(subparsers) -> None:
@@ -21,15 +22,17 @@ def add_parser(subparsers) -> None:
                               "on CUDA) and write the measured ceilings into a profile.")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="what to measure (default cpu)")
     p.add_argument("--quick", action="store_true", help="sparser sweeps, shorter budgets (about 25 s on a 2-core CPU)")
-    p.add_argument("--out", metavar="FILE", help="where to write the profile (default: the calibrated directory)")
-    p.add_argument("--dtypes", metavar="LIST", help="GEMM dtypes to measure, e.g. fp32,bf16 (fp32 always is; "
+    p.add_argument("--out", type=text, metavar="FILE",
+                   help="where to write the profile (default: the calibrated directory)")
+    p.add_argument("--dtypes", type=text, metavar="LIST",
+                   help="GEMM dtypes to measure, e.g. fp32,bf16 (fp32 always is; "
                    "default: all this device runs, and numpy's)")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
-    p.add_argument("--hw", metavar="NAME|PATH", help="datasheet GPU profile to calibrate (default: matched)")
+    p.add_argument("--hw", type=text, metavar="NAME|PATH", help="datasheet GPU profile to calibrate (default: matched)")
     p.add_argument("--comm", action="store_true",
                    help="measure gloo all-reduce between local processes instead (bus bandwidth, latency) and "
                         "write it as a link profile")
-    p.add_argument("--ranks", type=int, default=2, metavar="N", help="processes for --comm (default 2)")
+    p.add_argument("--ranks", type=integer(2, 256), default=2, metavar="N", help="processes for --comm (default 2)")
     add_json_flag(p)
     p.set_defaults(handler=run)
 
@@ -63,7 +66,17 @@ def run_comm(args: argparse.Namespace) -> int:
 
 
 def _dtypes(text: str | None) -> tuple[str, ...] | None:
-    return None if text is None else tuple(d.strip() for d in text.split(",") if d.strip())
+    """--dtypes as a tuple, refused before any measuring (and before the progress bar) when a name is unknown."""
+    from roofline.measure.probes.gemm import CPU_TORCH_DTYPES, CUDA_TORCH_DTYPES
+
+    if text is None:
+        return None
+    names = tuple(d.strip() for d in text.split(",") if d.strip())
+    known = dict.fromkeys((*CPU_TORCH_DTYPES, *CUDA_TORCH_DTYPES))
+    unknown = [d for d in names if d not in known]
+    if unknown or not names:
+        raise RooflineError(f"--dtypes '{text}': expected a comma list of {', '.join(known)}")
+    return names
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,22 +87,31 @@ def run(args: argparse.Namespace) -> int:
 
     if args.comm:
         return run_comm(args)
+    dtypes = _dtypes(args.dtypes)
     total = api.calibration_steps(args.device, args.quick)
     err = Console(stderr=True)
-    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err,
-                  transient=args.json) as progress:
-        task = progress.add_task("calibrating", total=total)
-        started = []
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err,
+                        transient=args.json)
+    task = progress.add_task("calibrating", total=total)
+    started: list[str] = []
 
-        def on_step(name: str) -> None:
-            if started:
-                progress.advance(task)
-            started.append(name)
-            progress.update(task, description=f"measuring {name}")
+    def on_step(name: str) -> None:
+        # the bar appears with the first measurement: a refusal before it (a bad --hw, an existing --out) stays
+        # the contract's one line on stderr
+        if started:
+            progress.advance(task)
+        else:
+            progress.start()
+        started.append(name)
+        progress.update(task, description=f"measuring {name}")
 
-        result = api.calibrate(args.device, quick=args.quick, out=args.out, dtypes=_dtypes(args.dtypes),
+    try:
+        result = api.calibrate(args.device, quick=args.quick, out=args.out, dtypes=dtypes,
                                force=args.force, hw=args.hw, on_step=on_step)
         progress.update(task, completed=total, description="done")
+    finally:
+        if started:
+            progress.stop()
     if args.json:
         print_json(result.to_dict())
         return 0

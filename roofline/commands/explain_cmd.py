@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from roofline.commands.common import add_hw_args, add_json_flag, print_json, selected_profile
+from roofline.commands.common import add_hw_args, add_json_flag, print_json, selected_profile, text
 
 
 def add_parser(subparsers: Any) -> None:
@@ -13,7 +13,7 @@ def add_parser(subparsers: Any) -> None:
                               description="The roofline of one device from its profile: compute and memory "
                               "bandwidth with their formulas, the ridge point, and where common ops land.")
     add_hw_args(p)
-    p.add_argument("--precision", default="fp32", metavar="P",
+    p.add_argument("--precision", type=text, default="fp32", metavar="P",
                    help="dtype the example operations run in (default fp32)")
     s = p.add_argument_group("the scaling lesson: why N GPUs do not give N x")
     s.add_argument("--scaling", action="store_true", help="explain sub-linear multi-GPU scaling instead")

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from roofline.commands.common import add_json_flag, print_json
+from roofline.commands.common import add_json_flag, print_json, text
 from roofline.errors import RooflineError
 
 
@@ -24,13 +24,13 @@ def add_parser(subparsers: Any) -> None:
     add_json_flag(ls)
     ls.set_defaults(handler=run_list)
     show = sub.add_parser("show", help="one profile with its derived figures and ridge points")
-    show.add_argument("profile", metavar="NAME|PATH", help="profile name, alias or YAML path")
+    show.add_argument("profile", type=text, metavar="NAME|PATH", help="profile name, alias or YAML path")
     add_json_flag(show)
     show.set_defaults(handler=run_show)
     det = sub.add_parser("detect", help="profile this machine (CPU, and GPUs through NVML or torch.cuda)")
-    det.add_argument("--save", metavar="FILE", help="write the CPU profile as YAML (usable with --hw FILE)")
+    det.add_argument("--save", type=text, metavar="FILE", help="write the CPU profile as YAML (usable with --hw FILE)")
     det.add_argument("--force", action="store_true", help="let --save overwrite an existing file")
-    det.add_argument("--calibration", metavar="FILE",
+    det.add_argument("--calibration", type=text, metavar="FILE",
                      help="a calibrated profile of this machine (from `roofline calibrate`) whose measured "
                      "ceilings replace the estimates")
     det.add_argument("--no-gpu", action="store_true", help="skip GPU detection")
@@ -84,10 +84,15 @@ def run_show(args: argparse.Namespace) -> int:
 def _fabric_kind(name: str) -> str | None:
     """'link', 'node' or 'runtime' when the name is one of those profiles, else None (a device, or unknown)."""
     from roofline.hardware import list_profiles
+    from roofline.hardware.load import _read_yaml
 
+    kinds = ("link", "node", "runtime")
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        kind = _read_yaml(path).get("kind")
+        return kind if kind in kinds else None
     key = name.strip().lower()
-    return next((e.kind for e in list_profiles()
-                 if e.kind in ("link", "node", "runtime") and (key == e.name or key in e.aliases)), None)
+    return next((e.kind for e in list_profiles() if e.kind in kinds and (key == e.name or key in e.aliases)), None)
 
 
 def _show_fabric(name: str, kind: str, as_json: bool) -> int:
@@ -117,10 +122,10 @@ def _show_fabric(name: str, kind: str, as_json: bool) -> int:
 def _calibration(path_text: str | None):
     if path_text is None:
         return None
-    from roofline.hardware import load_profile
+    from roofline.hardware.load import is_file, load_profile
 
     path = Path(path_text)
-    if not path.is_file():
+    if not is_file(path):
         raise RooflineError(f"--calibration {path}: no such file; `roofline calibrate --out FILE` writes one")
     profile = load_profile(path.resolve())
     if profile.measured is None:
@@ -130,16 +135,16 @@ def _calibration(path_text: str | None):
 
 
 def save_profile(profile: Any, path: Path, force: bool) -> None:
-    """YAML of the profile, loadable with --hw PATH; refuses to replace a file unless forced."""
+    """YAML of the profile, loadable with --hw PATH, written whole or not at all; refuses to replace a file
+    unless forced."""
     import yaml
 
-    if path.exists() and not force:
-        raise RooflineError(f"--save {path}: file exists; pass --force to overwrite it")
+    from roofline.files import check_target, write_text_atomically
+
+    check_target(path, "--save", force)
     header = "# Written by `roofline hw detect`: figures say where each number came from.\n"
-    try:
-        path.write_text(header + yaml.safe_dump(profile.model_dump(mode="json", exclude_none=True), sort_keys=False))
-    except OSError as exc:
-        raise RooflineError(f"--save {path}: cannot write ({exc.strerror})") from None
+    body = yaml.safe_dump(profile.model_dump(mode="json", exclude_none=True), sort_keys=False)
+    write_text_atomically(path, header + body, "--save", force)
 
 
 def run_detect(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from roofline.commands.common import add_hw_args, add_json_flag, print_json, selected_profile
+from roofline.commands.common import add_hw_args, add_json_flag, print_json, selected_profile, text
 from roofline.commands.model_args import add_model_args, add_step_args, model_request
 from roofline.commands.serving import add_serving_args
 from roofline.errors import DoesNotFit, RooflineError
@@ -18,7 +18,7 @@ def add_parser(subparsers: Any) -> None:
                               description="Predict one step of a model (or one op) on a device.")
     add_model_args(p, allow_op=True)
     add_hw_args(p)
-    p.add_argument("--batch", default="1", help="N, a list 1,8,32, or a range 1:1024 (default 1)")
+    p.add_argument("--batch", type=text, default="1", help="N, a list 1,8,32, or a range 1:1024 (default 1)")
     add_step_args(p)
     add_serving_args(p)
     p.add_argument("--allow-oversize", action="store_true",
@@ -142,7 +142,7 @@ def _scaling_plot(args: argparse.Namespace, profile: Any, precision: Any, build:
     from roofline.report.plots import plot_path
     from roofline.report.scaling_plot import write_scaling_plot
 
-    target = plot_path(args.plot, f"{name}-scaling", profile.name)
+    target = plot_path(args.plot, f"{name}-scaling", profile.name, args.force)
     points = weak_scaling(build, profile, precision, opts, job.node, job.per_gpu_batch, job.fabric.world,
                           job.grad_bytes)
     return write_scaling_plot(points, f"{name} on {job.node.name}, batch {job.per_gpu_batch} per GPU, "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from roofline.commands.common import add_json_flag, print_json
+from roofline.commands.common import add_json_flag, integer, number, print_json, text
 from roofline.commands.model_args import add_model_args, model_request
 
 
@@ -16,17 +16,18 @@ def add_parser(subparsers: Any) -> None:
                               "of repeats) and compare with the predicted step time on this machine's profile "
                               "(calibrated when `roofline calibrate` has run), per step and per op kind.")
     add_model_args(p)
-    p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
-    p.add_argument("--batch", default="1", help="N or a list 1,8,32 (default 1)")
-    p.add_argument("--precision", default="fp32", metavar="P", help="fp32|tf32|fp16|bf16|amp (default fp32)")
+    p.add_argument("--device", type=text, default="cpu", help="cpu or cuda (default cpu)")
+    p.add_argument("--batch", type=text, default="1", help="N or a list 1,8,32 (default 1)")
+    p.add_argument("--precision", type=text, default="fp32", metavar="P", help="fp32|tf32|fp16|bf16|amp (default fp32)")
     p.add_argument("--train", action="store_true", help="forward + backward + optimizer update")
     p.add_argument("--optimizer", default="sgd", choices=["sgd", "momentum", "adam"],
                    help="optimizer for --train (default sgd)")
-    p.add_argument("--hw", metavar="NAME|PATH", help="profile to predict with (default: this machine's)")
-    p.add_argument("--repeats", type=int, default=5, metavar="N", help="fewest timed samples per batch (default 5)")
-    p.add_argument("--budget", type=float, default=2.0, metavar="S",
+    p.add_argument("--hw", type=text, metavar="NAME|PATH", help="profile to predict with (default: this machine's)")
+    p.add_argument("--repeats", type=integer(1, 10_000), default=5, metavar="N",
+                   help="fewest timed samples per batch (default 5)")
+    p.add_argument("--budget", type=number(0, 3600, exclusive_least=True), default=2.0, metavar="S",
                    help="seconds of timing per batch, stretched to fit --repeats (default 2)")
-    p.add_argument("--kind-steps", type=int, default=2, metavar="N",
+    p.add_argument("--kind-steps", type=integer(0, 1000), default=2, metavar="N",
                    help="profiled steps for the per-kind breakdown, 0 to skip it (default 2)")
     p.add_argument("--no-calibrate", action="store_true",
                    help="with no calibration of this machine, predict from detected/datasheet ceilings instead of "

@@ -8,6 +8,7 @@ directories) at their own; those are searched before the shipped ones so a user 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -16,6 +17,8 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from roofline.errors import ProfileError, UnknownName, did_you_mean
+from roofline.hardware.fabric_schema import LinkProfile, NodeProfile
+from roofline.hardware.runtime_schema import RuntimeProfile
 from roofline.hardware.schema import CpuProfile, GpuProfile, Profile
 
 PROFILE_PATH_ENV = "ROOFLINE_PROFILE_PATH"
@@ -58,36 +61,141 @@ def profile_dirs() -> list[Path]:
     return [*user, calibrated_dir(), SHIPPED_DIR]
 
 
-def _read_yaml(path: Path) -> dict:
+MAX_PROFILE_BYTES = 1 << 20
+"""Largest profile file read: the shipped ones are under 8 kB and a calibrated one a few tens of kB, so 1 MiB
+is far above any real profile and far below what could take noticeable time or memory to parse."""
+MAX_NESTING = 16
+"""Deepest nesting of mappings and sequences: a profile needs 5 (measured.gemm_curves.fp32[0].n). Checked on the
+parser's event stream before any document is built, because building a deeply nested one recurses in C and
+overflows the stack (100,000 levels is a segfault)."""
+MAX_NODES = 100_000
+"""Most nodes a profile may hold with every alias expanded (a calibrated profile has a few thousand): aliases
+that refer to aliases multiply (nine levels of nine make a 'billion laughs'), and anything that walks the
+document afterwards pays for every expanded node."""
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f]")
+"""Characters YAML refuses (its printable set keeps tab, line breaks and NEL): refused here in one line."""
+
+
+def _read_text(path: Path) -> str:
+    """The file's text, refused before parsing when it is too large, binary or not UTF-8."""
     try:
-        text = path.read_text()
+        with path.open("rb") as f:
+            raw = f.read(MAX_PROFILE_BYTES + 1)
     except OSError as exc:
-        raise ProfileError(f"{path}: cannot read ({exc.strerror})") from None
+        raise ProfileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise ProfileError(f"{path}: cannot read ({exc})") from None
+    if len(raw) > MAX_PROFILE_BYTES:
+        raise ProfileError(f"{path}: larger than {MAX_PROFILE_BYTES // 1024} KiB; a profile is a few kB of YAML")
+    if b"\x00" in raw:
+        raise ProfileError(f"{path}: contains NUL bytes (a binary file, or UTF-16/32 text); save it as UTF-8 YAML")
     try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ProfileError(f"{path}: line {line} is not UTF-8 (byte 0x{raw[exc.start]:02x}); save it as UTF-8 "
+                           "YAML") from None
+    bad = _CONTROL.search(text)
+    if bad:
+        raise ProfileError(f"{path}: line {text.count(chr(10), 0, bad.start()) + 1} holds control character "
+                           f"{bad.group()!r}; YAML text allows only tabs and line breaks")
+    return text
+
+
+def _check_structure(path: Path, text: str) -> None:
+    """Refuse deep nesting and alias expansion beyond the bounds above, walking the parser's events (flat, no
+    recursion, no document built), so a hostile file costs at most one linear pass."""
+    loader = _LOADER(text)
+    depth = nodes = 0
+    starts: list[tuple[str | None, int]] = []
+    expanded: dict[str, int] = {}
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_NESTING:
+                    raise ProfileError(f"{path}: nested deeper than {MAX_NESTING} levels (line "
+                                       f"{event.start_mark.line + 1}); a profile needs 5")
+                starts.append((event.anchor, nodes))
+                nodes += 1
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+                anchor, first = starts.pop()
+                if anchor is not None:
+                    expanded[anchor] = nodes - first
+            elif isinstance(event, yaml.ScalarEvent):
+                nodes += 1
+                if event.anchor is not None:
+                    expanded[event.anchor] = 1
+            elif isinstance(event, yaml.AliasEvent):
+                nodes += expanded.get(event.anchor, 1)
+            if nodes > MAX_NODES:
+                raise ProfileError(f"{path}: more than {MAX_NODES} values once aliases are expanded (line "
+                                   f"{event.start_mark.line + 1}); a profile holds a few thousand")
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ProfileError(f"{path}:{where} is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        raise ProfileError(_yaml_message(path, exc)) from None
+    finally:
+        loader.dispose()
+
+
+def _yaml_message(path: Path, exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    where = f" line {mark.line + 1}" if mark is not None else ""
+    problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+    return f"{path}:{where} is not valid YAML ({problem})"
+
+
+def _read_yaml(path: Path) -> dict:
+    text = _read_text(path)
+    _check_structure(path, text)
+    try:
+        data = yaml.load(text, Loader=_LOADER)
+    except yaml.YAMLError as exc:
+        raise ProfileError(_yaml_message(path, exc)) from None
     if not isinstance(data, dict):
         raise ProfileError(f"{path}: expected a mapping of profile fields at the top level")
     return data
 
 
+def _profile_files(directory: Path) -> list[Path]:
+    """The YAML files under one search directory; an unreadable directory is the user's to fix, said once."""
+    try:
+        return sorted(directory.rglob("*.yaml")) if directory.is_dir() else []
+    except (OSError, ValueError) as exc:
+        raise ProfileError(f"{directory}: cannot search for profiles ({getattr(exc, 'strerror', None) or exc}); "
+                           f"check {PROFILE_PATH_ENV}") from None
+
+
 @cache
 def _entries() -> tuple[ProfileEntry, ...]:
+    """Every profile in the search path, each validated: a broken file is named here, whatever command runs."""
     seen: dict[str, ProfileEntry] = {}
     for directory in profile_dirs():
-        if not directory.is_dir():
-            continue
-        for path in sorted(directory.rglob("*.yaml")):
+        for path in _profile_files(directory):
             name = path.stem.lower()
             if name in seen:
                 continue
-            data = _read_yaml(path)
-            aliases = tuple(str(a).lower() for a in data.get("aliases", []) or [])
-            seen[name] = ProfileEntry(name, str(data.get("kind", "?")), aliases, path)
+            kind, aliases = _validated(path)
+            seen[name] = ProfileEntry(name, kind, tuple(a.lower() for a in aliases), path)
     return tuple(seen.values())
+
+
+def _validated(path: Path) -> tuple[str, list[str]]:
+    """(kind, aliases) of one file, validated against its kind's schema: a device (cpu, gpu), a link or node of
+    a multi-GPU fabric, or a framework runtime."""
+    data = _read_yaml(path)
+    kind = data.get("kind")
+    if kind in ("cpu", "gpu"):
+        return kind, list(load_profile(path).aliases)
+    schema = {"link": LinkProfile, "node": NodeProfile, "runtime": RuntimeProfile}.get(kind)
+    if schema is None:
+        raise ProfileError(f"{path}: field 'kind': expected one of cpu, gpu, link, node, runtime, got {kind!r}")
+    try:
+        return kind, list(schema.model_validate(data).aliases)
+    except ValidationError as exc:
+        raise ProfileError(_format_validation_error(path, exc)) from None
 
 
 def list_profiles() -> list[ProfileEntry]:
@@ -121,9 +229,11 @@ def find_profile(name_or_path: str, kind: str | None = None) -> Profile:
 
     `kind` ('cpu'/'gpu') restricts the search for `--cpu` / `--gpu` and makes a mismatch an error.
     """
+    if not name_or_path.strip():
+        raise UnknownName("empty hardware name; `roofline hw list` shows the profiles")
     candidate = Path(name_or_path)
-    if candidate.suffix in (".yaml", ".yml") or candidate.is_file():
-        if not candidate.is_file():
+    if candidate.suffix in (".yaml", ".yml") or is_file(candidate):
+        if not is_file(candidate):
             raise ProfileError(f"{candidate}: no such profile file")
         profile = load_profile(candidate.resolve())
     else:
@@ -140,6 +250,15 @@ def find_profile(name_or_path: str, kind: str | None = None) -> Profile:
         raise UnknownName(f"'{name_or_path}' is a {profile.kind} profile, not a {kind}; "
                           f"use --{profile.kind} or --hw")
     return profile
+
+
+def is_file(path: Path) -> bool:
+    """Path.is_file, with the OS's refusals (a name over 255 bytes, a path through a file) as a ProfileError."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ProfileError(f"{path}: not usable as a profile path ({reason})") from None
 
 
 def profile_adapter() -> TypeAdapter[Profile]:

@@ -248,6 +248,9 @@ def base_profile(device: str, hw: str | None = None) -> Profile:
     _require_torch(device)
     if device == "cuda":
         return _gpu_profile(hw)
+    if hw is not None:
+        raise RooflineError(f"--hw {hw}: names the datasheet profile of a GPU to calibrate, so it needs --device "
+                            "cuda; a CPU calibration starts from this CPU as detected")
     from roofline.hardware.detect import detect_cpu
 
     return detect_cpu()
@@ -423,18 +426,21 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
 
 
 def write_profile(profile: Profile, path: Path, force: bool) -> None:
-    """YAML of the calibrated profile; refuses to replace an existing file unless `force`."""
+    """YAML of the calibrated profile, written whole or not at all; refuses to replace an existing file unless
+    `force`. Its directory is created if missing (the default calibrated directory, on first use)."""
     import yaml
 
-    if path.exists() and not force:
-        raise RooflineError(f"{path} exists; pass --force to overwrite it")
+    from roofline.files import check_target, write_text_atomically
+
+    check_target(path, "--out", force, parent_must_exist=False)
     header = ("# Written by `roofline calibrate`: `measured` holds this machine's ceilings and the environment\n"
               "# they were taken in; roofline refuses to apply them elsewhere.\n")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(header + yaml.safe_dump(profile.model_dump(mode="json", exclude_none=True), sort_keys=False))
     except OSError as exc:
-        raise RooflineError(f"{path}: cannot write ({exc.strerror})") from None
+        raise RooflineError(f"{path.parent}: cannot create ({exc.strerror})") from None
+    body = yaml.safe_dump(profile.model_dump(mode="json", exclude_none=True), sort_keys=False)
+    write_text_atomically(path, header + body, "--out", force)
 
 
 

@@ -6,6 +6,7 @@ predicts; `roofline.validate` puts predictions beside these runs. torch is impor
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,7 +15,8 @@ from typing import Any
 from roofline.errors import RooflineError
 from roofline.measure.live_model import live_input, live_model, live_torch, single_output
 from roofline.measure.timing import Measurement
-from roofline.workload.request import ModelRequest
+from roofline.workload.request import ModelRequest, is_user_module
+from roofline.workload.trace import user_code
 
 MIN_TIMED_REPEATS = 5
 """Fewest timed samples per batch: the median and quartiles of fewer mean little (Timer's MIN_REPEATS)."""
@@ -216,8 +218,9 @@ def run_live(req: ModelRequest, device_name: str, batches: list[int], precision_
         example = live_input(req, module, batch)
         step = make_step(single_output(module) if train else module, example, device, precision.name, train,
                          optimizer)
-        live = _measure_batch(module, step, device, batch, f"{name} batch {batch}", budget_s, repeats, kind_steps,
-                              per_layer, count_faults)
+        with user_code(name, "its step") if is_user_module(name) else contextlib.nullcontext():
+            live = _measure_batch(module, step, device, batch, f"{name} batch {batch}", budget_s, repeats,
+                                  kind_steps, per_layer, count_faults)
         warnings.extend(live.measurement.warnings)
         out.append(live)
     return LiveRuns(name, device_name, precision.name, train, optimizer, environment, out, warnings)

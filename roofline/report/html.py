@@ -10,14 +10,10 @@ layer through SVG's <title>, which every browser renders as a tooltip without sc
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from html import escape
-from pathlib import Path
 from typing import Any
 
-from roofline.errors import RooflineError
 from roofline.units import format_bytes, format_si
 
 WIDTH, HEIGHT = 640, 400
@@ -244,29 +240,3 @@ def render_report(hardware: dict[str, Any], prediction: dict[str, Any], advice: 
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
             f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>"
             + "\n".join(parts) + "</body></html>\n")
-
-
-def check_target(path: str | Path, force: bool) -> Path:
-    """Refuse, before any work, to replace an existing file without force or to write into a missing directory."""
-    target = Path(path)
-    if target.exists() and not force:
-        raise RooflineError(f"{target} exists; pass --force to overwrite it")
-    if not target.parent.is_dir():
-        raise RooflineError(f"{target}: directory {target.parent} does not exist")
-    return target
-
-
-def write_atomically(target: Path, text: str) -> None:
-    """Write a temporary file beside the target and rename it over: a reader never sees half a page, and an
-    interrupted write leaves the old file as it was."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would hide the page from other users
-        os.replace(tmp, target)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise RooflineError(f"{target}: cannot write ({exc.strerror})") from None

@@ -51,22 +51,31 @@ def roofline_axes(ax: Any, profile: Any, points: list[tuple[float, float, str]])
     ax.legend(fontsize=6, loc="lower right")
 
 
-def plot_path(path: str, model: str, device: str) -> Path:
+def plot_path(path: str, model: str, device: str, force: bool) -> Path:
     """Where `--plot PATH` writes: PATH itself (its suffix picks the format), or a PNG named after model and
-    device inside PATH when it is a directory. Checked before the sweep runs, so a typo costs nothing."""
+    device inside PATH when it is a directory. Checked before the sweep runs, so a typo costs nothing; an
+    existing file is replaced only with --force."""
+    from roofline.files import check_target
+
     target = Path(path)
-    if target.is_dir():
+    try:
+        is_directory = target.is_dir()
+    except (OSError, ValueError) as exc:
+        raise RooflineError(f"--plot {path}: not usable as a path ({getattr(exc, 'strerror', None) or exc})") from None
+    if is_directory:
         slug = re.sub(r"[^a-z0-9]+", "-", f"{model} {device}".lower()).strip("-")
         target = target / f"{slug}-advise.png"
     if target.suffix.lower() not in PLOT_SUFFIXES:
         raise RooflineError(f"--plot {path}: expected a directory or a file ending in {', '.join(PLOT_SUFFIXES)}")
-    if not target.parent.exists():
-        raise RooflineError(f"--plot {path}: directory {target.parent} does not exist")
+    check_target(target, "--plot", force)
     return target
 
 
-def write_advice_plots(advice: Any, profile: Any, target: Path) -> list[str]:
-    """One figure, three panels: roofline with layers, samples/s vs batch, memory vs batch."""
+def write_advice_plots(advice: Any, profile: Any, target: Path, force: bool) -> list[str]:
+    """One figure, three panels: roofline with layers, samples/s vs batch, memory vs batch; written whole to
+    `target` or not at all (roofline.files)."""
+    from roofline.files import write_atomically
+
     plt = _pyplot()
     fig, (ax_roof, ax_thr, ax_mem) = plt.subplots(1, 3, figsize=(15, 4.5))
     rec = advice.recommended
@@ -92,6 +101,8 @@ def write_advice_plots(advice: Any, profile: Any, target: Path) -> list[str]:
     ax_thr.set_title(f"{advice.model}: throughput ({'training' if advice.train else 'inference'})", fontsize=9)
     ax_mem.set_title("memory footprint", fontsize=9)
     fig.tight_layout()
-    fig.savefig(target, dpi=120)
-    plt.close(fig)
+    try:
+        write_atomically(target, lambda f: fig.savefig(f, format=target.suffix[1:].lower(), dpi=120), "--plot", force)
+    finally:
+        plt.close(fig)
     return [str(target)]

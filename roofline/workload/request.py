@@ -3,6 +3,7 @@ from batch size to Workload, which is what predictions and sweeps need."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -65,26 +66,32 @@ def _instance_builder(module: Any, input_shape: tuple[int, ...] | None,
     return label, lambda batch: trace_module(meta_copy, (batch, *tuple(input_shape)[1:]), name=label)
 
 
+MAX_BATCH = 1 << 24
+"""Largest batch size taken: 16 million samples per step is beyond any device's memory."""
+MAX_BATCHES = 64
+"""Most batch sizes in one --batch list (a range 1:MAX_BATCH gives 25)."""
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def whole_number(value: str) -> int | None:
+    """The whole number `value` writes in decimal digits, or None (no 1e3, 0x10, 1.5 or 2**10)."""
+    stripped = value.strip()
+    return int(stripped) if _INTEGER.fullmatch(stripped) and len(stripped) <= 30 else None
+
+
 def parse_batches(text: str) -> list[int]:
-    """'32' -> [32]; '1,8,32' -> [1, 8, 32]; '1:1024' -> powers of two from 1 to 1024 inclusive."""
-    try:
-        if ":" in text:
-            lo_text, hi_text = text.split(":", 1)
-            lo, hi = int(lo_text), int(hi_text)
-            if lo < 1 or hi < lo:
-                raise ValueError
-            values = []
-            b = lo
-            while b <= hi:
-                values.append(b)
-                b *= 2
-            if values[-1] != hi:
-                values.append(hi)
-            return values
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise RooflineError(f"--batch '{text}': expected N, a list like 1,8,32, or a range like 1:1024 "
-                            "(positive integers)") from None
-    if not values or any(v < 1 for v in values):
-        raise RooflineError(f"--batch '{text}': batch sizes must be positive integers")
-    return values
+    """'32' -> [32]; '1,8,32' -> [1, 8, 32]; '1:1024' -> powers of two from 1 to 1024 inclusive. Sizes are whole
+    numbers from 1 to MAX_BATCH, at most MAX_BATCHES of them."""
+    usage = (f"--batch '{text}': expected N, a list like 1,8,32, or a range like 1:1024 (whole numbers from 1 to "
+             f"{MAX_BATCH}, at most {MAX_BATCHES} of them)")
+    if ":" in text:
+        lo, hi = (whole_number(part) for part in text.split(":", 1))
+        if lo is None or hi is None or not 1 <= lo <= hi <= MAX_BATCH:
+            raise RooflineError(usage)
+        values = [lo << i for i in range((hi // lo).bit_length())]
+        return values if values[-1] == hi else [*values, hi]
+    parts = text.split(",")
+    values = [whole_number(v) for v in parts if v.strip()]
+    if not values or len(parts) > MAX_BATCHES or any(v is None or not 1 <= v <= MAX_BATCH for v in values):
+        raise RooflineError(usage)
+    return [v for v in values if v is not None]

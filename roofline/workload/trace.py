@@ -19,12 +19,14 @@ inside its functions so that importing it stays cheap.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
-from roofline.errors import MissingDependency, RooflineError
+from roofline.errors import MissingDependency, RooflineError, one_line
 from roofline.workload.ops.base import Workload
 from roofline.workload.trace_map import VIEW_OPS, Call, TensorInfo, map_calls
 
@@ -48,6 +50,22 @@ def _torch():
     return torch
 
 
+@contextlib.contextmanager
+def user_code(ref: str, doing: str) -> Iterator[None]:
+    """Run code from the user's module `ref` ('package.module:attr'): its import, its constructor, its forward.
+    Whatever escapes it, SystemExit included (a script's `sys.exit` must not end roofline with its own status or
+    none), becomes one RooflineError naming the module and what roofline was doing; roofline's own refusals and
+    Ctrl-C pass through unchanged."""
+    try:
+        yield
+    except (RooflineError, KeyboardInterrupt):
+        raise
+    except SystemExit as exc:
+        raise RooflineError(f"--model '{ref}': {doing} called sys.exit({exc.code!r})") from None
+    except BaseException as exc:
+        raise RooflineError(f"--model '{ref}': {doing} raised {type(exc).__name__}: {_one_line(exc)}") from None
+
+
 def import_reference(ref: str) -> Any:
     """The object 'package.module:attr' names, imported as-is (the current directory importable, as it is
     for `python -m`); the tracer moves it to the meta device, a live run keeps its real weights."""
@@ -56,17 +74,17 @@ def import_reference(ref: str) -> Any:
         raise RooflineError(f"--model '{ref}': expected package.module:attr, e.g. mynet:Net")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise RooflineError(f"--model '{ref}': module '{module_name}' is not importable ({exc})") from None
-    except Exception as exc:
-        raise RooflineError(f"--model '{ref}': importing '{module_name}' failed: "
-                            f"{type(exc).__name__}: {_one_line(exc)}") from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise RooflineError(f"--model '{ref}': '{module_name}' has no attribute '{attr}'")
-        obj = getattr(obj, part)
+    with user_code(ref, f"importing '{module_name}'"):
+        try:
+            obj: Any = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not module_name.startswith(exc.name):
+                raise
+            raise RooflineError(f"--model '{ref}': module '{module_name}' is not importable ({exc})") from None
+        for part in attr.split("."):
+            if not hasattr(obj, part):
+                raise RooflineError(f"--model '{ref}': '{module_name}' has no attribute '{attr}'")
+            obj = getattr(obj, part)
     return obj
 
 
@@ -77,8 +95,6 @@ def load_module(ref: str, meta: bool = True):
     attr may be an nn.Module subclass (constructed with no arguments), an instance (moved to meta in
     place), or a zero-argument factory returning a module; see `import_reference` for the import.
     """
-    import contextlib
-
     torch = _torch()
     obj = import_reference(ref)
     attr = ref.partition(":")[2]
@@ -88,19 +104,16 @@ def load_module(ref: str, meta: bool = True):
     if not callable(obj):
         raise RooflineError(f"--model '{ref}': '{attr}' is of type {type(obj).__name__}, not an nn.Module, "
                             "a Module subclass or a factory returning one")
-    try:
-        with torch.device("meta") if meta else contextlib.nullcontext():
-            built = obj()
-    except Exception as exc:
-        raise RooflineError(f"--model '{ref}': calling '{attr}()' with no arguments failed: "
-                            f"{type(exc).__name__}: {_one_line(exc)}") from None
+    with user_code(ref, f"calling '{attr}()' with no arguments"), (
+            torch.device("meta") if meta else contextlib.nullcontext()):
+        built = obj()
     if not isinstance(built, nn.Module):
         raise RooflineError(f"--model '{ref}': '{attr}()' returned a {type(built).__name__}, not an nn.Module")
     return built.to("meta") if meta else built
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
+    text = one_line(str(exc))
     return text[:300] + ("..." if len(text) > 300 else "")
 
 
@@ -153,12 +166,13 @@ def _record_with_fallback(torch, module, shape: tuple[int, ...], name: str | Non
     """Calls recorded with a float32 input, or int64 token ids when the model starts with an embedding."""
     errors: list[str] = []
     for dtype in (torch.float32, torch.int64):
-        try:
-            return record_calls(module, torch.empty(shape, dtype=dtype, device="meta")), dtype
-        except (RuntimeError, TypeError, ValueError, IndexError, NotImplementedError) as exc:
-            error = f"{type(exc).__name__}: {_one_line(exc)}"
-            if error not in errors:
-                errors.append(error)
+        with user_code(name or type(module).__name__, "its forward on the meta device"):
+            try:
+                return record_calls(module, torch.empty(shape, dtype=dtype, device="meta")), dtype
+            except (RuntimeError, TypeError, ValueError, IndexError, NotImplementedError) as exc:
+                error = f"{type(exc).__name__}: {_one_line(exc)}"
+                if error not in errors:
+                    errors.append(error)
     raise RooflineError(f"{name or type(module).__name__}: forward on a meta tensor of shape {_shape_text(shape)} "
                         f"failed with float32 and int64 inputs ({'; '.join(errors)}); check --input-shape")
 
