@@ -220,7 +220,7 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     compute_s, l2_bytes, path = _compute_s(op, views, pass_, ctx, flops, call_s, slow2d, notes)
     act_bytes += _transposed_bytes(op, ctx, path, act_bytes, notes)
     memory_s, level_name = _memory_s(op, bool(views), pass_, ctx, act_bytes, w_bytes, l2_bytes, notes)
-    host_s = call_s * launches
+    host_s = call_s * launches * ctx.host_call_factor
     launch_s = c.launch_s * launches if c.is_gpu else 0.0
     layout_s = layout_conversion_s(op, pass_, act_bytes, ctx, onednn)
     if layout_s:

@@ -209,12 +209,11 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     passes = PASSES if opts.train else ("forward",)
     ops = workload.ops if opts.train else workload.inference_ops()
     reuse = params * weight_bytes + written_bytes(ops, passes, precision.storage_bytes, weight_bytes)
+    training_gpu = opts.train and c.is_gpu and opts.runtime is not None
+    factor = load_runtime(opts.runtime).training_host_factor.value if training_gpu else 1.0
     ctx = CostContext(c, precision.storage_bytes, weight_bytes, weight_reuse_bytes=reuse,
-                      channels_last=opts.channels_last)
+                      channels_last=opts.channels_last, host_call_factor=factor)
     costs = op_costs(ops, passes, ctx)
-    if opts.train and c.is_gpu and opts.runtime:
-        factor = load_runtime(opts.runtime).training_host_factor.value
-        costs = [replace(cost, host_s=cost.host_s * factor) for cost in costs]
     if c.page_fault_bytes_per_s and c.cpu_runtime is not None and c.cpu_runtime.glibc_heap and not opts.heap_kept:
         fresh = first_touch_bytes(executed(ops, passes), workload.flow(), opts.train, ctx, c.cpu_runtime.page_bytes)
         costs = [with_first_touch(cost, b, c.page_fault_bytes_per_s) for cost, b in zip(costs, fresh, strict=True)]
