@@ -21,7 +21,7 @@ from roofline.measure.timing import (
     quantile,
     rotation_count,
 )
-from roofline.model.ceilings import Ceilings, Level
+from roofline.model.ceilings import Ceilings, GemmFit, Level
 
 
 def test_quantile_matches_linear_interpolation():
@@ -194,13 +194,15 @@ def test_strategy_predictions_closed_form():
     assert p["blocked"].calls == 1024
 
 
-def test_gemm_rate_interpolates_the_measured_curve():
-    c = _ceilings(gemm_curve=((64, 10e9), (256, 40e9), (1024, 100e9)))
-    # halfway between 64 and 256 -> halfway between 10 and 40 GFLOP/s
-    assert strategies.gemm_rate(c, 160)[0] == pytest.approx(25e9)
-    # below the first point: proportional to n
-    assert strategies.gemm_rate(c, 32)[0] == pytest.approx(5e9)
-    assert strategies.gemm_rate(c, 4096)[0] == pytest.approx(100e9)
+def test_gemm_rate_is_the_cost_models_fit():
+    # the lesson prices a product with the cost model's Hockney fit, r_inf x n / (n + n_half), not a curve of
+    # its own: 100e9 x 256 / (256 + 256) = 50 GFLOP/s
+    fit = GemmFit(t0_s=5e-6, r_inf_flops_per_s=100e9, n_half=256.0, n_min=64.0)
+    c = _ceilings(gemm_curve=((64, 10e9), (256, 40e9), (1024, 100e9)), gemm_fit=fit)
+    assert strategies.gemm_rate(c, 256)[0] == pytest.approx(50e9)
+    # below the smallest measured size the fit holds n_min's rate: 100e9 x 64 / 320 = 20 GFLOP/s
+    assert strategies.gemm_rate(c, 32)[0] == pytest.approx(20e9)
+    assert strategies.gemm_rate(_ceilings(), 256)[0] == pytest.approx(100e9)  # no fit: the peak
 
 
 def test_transfer_model_closed_form_and_crossover():

@@ -9,12 +9,12 @@ C = A @ B for n x n float32 matrices, computed
 Each strategy's model time is (numpy/Python calls x the profile's per-op dispatch cost) + its FLOPs at the
 rate that strategy can reach: a dot product or matrix-vector product does 2 FLOPs per 4-byte element it reads,
 so it is bound by the bandwidth of the level its operands live in; whole and blocked products run at the
-profile's GEMM rate for their size (the measured curve after calibration, else the peak).
+profile's GEMM rate for their size (the cost model's fit of the measured curve after calibration, else the
+peak).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 
@@ -73,18 +73,14 @@ def level_for(levels: tuple[Level, ...], working_set_bytes: float) -> Level:
 
 
 def gemm_rate(c: Ceilings, n: int) -> tuple[float, str]:
-    """FLOP/s for an n x n x n product: the measured curve interpolated linearly in n (below its first
-    point, scaled down in proportion to n), else the profile's peak."""
-    peak = c.matrix_flops_per_s or c.vector_flops_per_s
-    curve = sorted(c.gemm_curve)
-    if not curve:
-        return peak, "GEMM at the profile's peak (not calibrated)"
-    if n <= curve[0][0]:
-        return curve[0][1] * n / curve[0][0], f"measured GEMM curve below n={curve[0][0]}, scaled by n"
-    for (n0, r0), (n1, r1) in itertools.pairwise(curve):
-        if n <= n1:
-            return r0 + (r1 - r0) * (n - n0) / (n1 - n0), f"measured GEMM curve at n={n}"
-    return curve[-1][1], f"measured GEMM curve's largest size n={curve[-1][0]}"
+    """FLOP/s for an n x n x n product as the cost model prices a GEMM: its Hockney fit of the measured curve
+    (`roofline.model.ceilings.GemmFit`: r_inf x n / (n + n_half)), else the profile's peak. The call's fixed
+    cost is the strategy's per-call dispatch, counted apart."""
+    if c.gemm_fit is None:
+        return c.matrix_flops_per_s or c.vector_flops_per_s, "GEMM at the profile's peak (not calibrated)"
+    fit = c.gemm_fit
+    return fit.rate(n), (f"the cost model's fit of the measured GEMM curve at n={n}: "
+                         f"{fit.r_inf_flops_per_s / 1e9:.3g} GFLOP/s x n / (n + {fit.n_half:.0f})")
 
 
 def streaming_rate(c: Ceilings, operand_bytes: float) -> tuple[float, str]:
