@@ -31,6 +31,11 @@ COMMANDS = [
      "--train", "--json"],
     ["predict", "--model", "resnet50", "--gpu", "v100", "--batch", "64", "--precision", "fp16", "--json"],
     ["analyze", "--model", "resnet50", "--batch", "32", "--json"],
+    ["advise", "--model", "mobilenetv3", "--gpu", "h100", "--train", "--json"],
+    ["advise", "--model", "llama-3-8b", "--gpu", "a100", "--serve", "--prompt-len", "1024", "--output-len", "256",
+     "--json"],
+    ["predict", "--model", "resnet50", "--gpu", "v100", "--train", "--batch", "1024", "--gpus", "8", "--nodes", "4",
+     "--precision", "amp", "--json"],
     ["hw", "show", "v100", "--json"],
     ["explain", "--cpu", "textbook", "--json"],
 ]
