@@ -84,24 +84,24 @@ def run_show(args: argparse.Namespace) -> int:
 def _fabric_kind(name: str) -> str | None:
     """'link', 'node' or 'runtime' when the name is one of those profiles, else None (a device, or unknown)."""
     from roofline.hardware import list_profiles
-    from roofline.hardware.load import _read_yaml
+    from roofline.hardware.load import OTHER_SCHEMAS, _read_yaml
 
-    kinds = ("link", "node", "runtime")
     path = Path(name)
     if path.suffix in (".yaml", ".yml") and path.is_file():
         kind = _read_yaml(path).get("kind")
-        return kind if kind in kinds else None
+        return kind if kind in OTHER_SCHEMAS else None
     key = name.strip().lower()
-    return next((e.kind for e in list_profiles() if e.kind in kinds and (key == e.name or key in e.aliases)), None)
+    return next((e.kind for e in list_profiles()
+                 if e.kind in OTHER_SCHEMAS and (key == e.name or key in e.aliases)), None)
 
 
 def _show_fabric(name: str, kind: str, as_json: bool) -> int:
     """A link, node or runtime profile as validated, and for a node the bus bandwidth its collectives are priced
     at."""
-    from roofline.hardware.fabric_load import find_link, find_node
-    from roofline.hardware.runtime import load_runtime
+    from roofline.hardware.fabric_load import find_link
+    from roofline.hardware.load import find_other
 
-    profile = {"link": find_link, "node": find_node, "runtime": load_runtime}[kind](name)
+    profile = find_other(name, kind)
     out: dict[str, Any] = {"name": profile.name, "kind": kind, **profile.model_dump(exclude={"name", "kind"})}
     if kind == "node":
         from roofline.model.comm.fabric import node_fabric

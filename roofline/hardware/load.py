@@ -196,13 +196,42 @@ def _validated(path: Path) -> tuple[str, list[str]]:
     kind = data.get("kind")
     if kind in ("cpu", "gpu"):
         return kind, list(load_profile(path).aliases)
-    schema = {"link": LinkProfile, "node": NodeProfile, "runtime": RuntimeProfile}.get(kind)
-    if schema is None:
+    if kind not in OTHER_SCHEMAS:
         raise ProfileError(f"{path}: field 'kind': expected one of cpu, gpu, link, node, runtime, got {kind!r}")
+    return kind, list(load_other(path, kind).aliases)
+
+
+OTHER_SCHEMAS = {"link": LinkProfile, "node": NodeProfile, "runtime": RuntimeProfile}
+"""The profiles that are not devices: a multi-GPU fabric's links and nodes, and framework runtimes."""
+
+
+@cache
+def load_other(path: Path, kind: str) -> LinkProfile | NodeProfile | RuntimeProfile:
+    """Validate one link, node or runtime profile; the error names the file and the first bad field."""
+    data = _read_yaml(path)
+    if data.get("kind") != kind:
+        raise ProfileError(f"{path}: field 'kind': expected '{kind}', got {data.get('kind')!r}")
     try:
-        return kind, list(schema.model_validate(data).aliases)
+        return OTHER_SCHEMAS[kind].model_validate(data)
     except ValidationError as exc:
         raise ProfileError(_format_validation_error(path, exc)) from None
+
+
+def find_other(name_or_path: str, kind: str) -> LinkProfile | NodeProfile | RuntimeProfile:
+    """A link, node or runtime profile by file stem, alias (case-insensitive) or path to a YAML file."""
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml"):
+        if not candidate.is_file():
+            raise ProfileError(f"{candidate}: no such {kind} profile file")
+        return load_other(candidate.resolve(), kind)
+    key = name_or_path.strip().lower()
+    pool = [e for e in _entries() if e.kind == kind]
+    matches = [e for e in pool if key == e.name or key in e.aliases]
+    if not matches:
+        names = [n for e in pool for n in (e.name, *e.aliases)]
+        raise UnknownName(f"unknown {kind} '{name_or_path}'{did_you_mean(key, names)}; "
+                          f"`roofline hw list` shows the {kind} profiles")
+    return load_other(matches[0].path, kind)
 
 
 def list_profiles() -> list[ProfileEntry]:

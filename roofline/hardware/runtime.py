@@ -12,12 +12,8 @@ ceiling; its host costs transfer as they are (the host, not the GPU, spends them
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
 
-from pydantic import ValidationError
-
-from roofline.errors import ProfileError, UnknownName, did_you_mean
-from roofline.hardware.load import _read_yaml, list_profiles
+from roofline.hardware.load import find_other
 from roofline.hardware.runtime_schema import RuntimeProfile
 
 EAGER_CUDA = "pytorch-eager-cuda"
@@ -25,21 +21,8 @@ EAGER_CUDA = "pytorch-eager-cuda"
 
 
 @cache
-def load_runtime(name: str) -> RuntimeProfile:
-    """The runtime profile `name` (its file stem or an alias) from the profile search path."""
-    given = Path(name)
-    if given.suffix in (".yaml", ".yml") and given.is_file():
-        path = given
-    else:
-        key = name.lower()
-        entries = [e for e in list_profiles() if e.kind == "runtime"]
-        entry = next((e for e in entries if key == e.name or key in e.aliases), None)
-        if entry is None:
-            raise UnknownName(f"unknown runtime profile '{name}'"
-                              f"{did_you_mean(name, [e.name for e in entries])}")
-        path = entry.path
-    try:
-        return RuntimeProfile.model_validate(_read_yaml(path))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ProfileError(f"{path}: field '{'.'.join(map(str, first['loc']))}': {first['msg']}") from None
+def load_runtime(name_or_path: str) -> RuntimeProfile:
+    """The runtime profile by file stem, alias or YAML path, from the profile search path."""
+    runtime = find_other(name_or_path, "runtime")
+    assert isinstance(runtime, RuntimeProfile)
+    return runtime

@@ -22,6 +22,7 @@ from typing import Any
 
 from roofline.measure.timing import Measurement, Timer, interleaved, rotated
 from roofline.workload.ops import Activation, AdaptiveAvgPool2d, BatchNorm, Elementwise, LayerNorm, Op, Pool2d
+from roofline.workload.ops.base import BACKWARD_PASSES
 
 CHANNELS = 64
 SIDE = 56
@@ -76,7 +77,6 @@ def _cases(torch: Any, n: int, device: str) -> list[tuple[Op, Callable[[], Any]]
     ]
 
 
-GRADIENT_PASSES = ("backward_input", "backward_weight")
 
 
 def _backward_cases(torch: Any, n: int, device: str) -> list[tuple[Op, Callable[[], Any]]]:
@@ -126,7 +126,7 @@ def streaming_rates(device: str = "cpu", cache_bytes: float | None = None, budge
     out = []
     with torch.no_grad():
         for passes, cases in ((("forward",), _cases(torch, n, device)),
-                              (GRADIENT_PASSES, _backward_cases(torch, n, device))):
+                              (BACKWARD_PASSES, _backward_cases(torch, n, device))):
             for op, call in cases:
                 key = op.kernel_key(passes[0])
                 moved = float(sum(op.bytes(p, FP32_BYTES, FP32_BYTES) for p in passes))

@@ -18,15 +18,13 @@ from dataclasses import dataclass, field
 
 from roofline.model.comm.collectives import Fabric, allreduce_s
 from roofline.model.step import StepPrediction
-from roofline.workload.ops.base import Workload
+from roofline.workload.ops.base import BACKWARD_PASSES, Workload
 
 FIRST_BUCKET_BYTES = 1024 * 1024
 """torch.distributed's `_DEFAULT_FIRST_BUCKET_BYTES` (1 MiB): DDP starts its first all-reduce early."""
 
 DEFAULT_BUCKET_CAP_MB = 25.0
 """DistributedDataParallel's `bucket_cap_mb` default (MiB)."""
-
-BACKWARD_PASSES = ("backward_input", "backward_weight")
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,9 @@ from dataclasses import dataclass, replace
 from roofline.model.comm.collectives import Fabric, ring_all_gather_s, ring_reduce_scatter_s
 from roofline.model.memory import MemoryBreakdown
 from roofline.model.step import StepPrediction
-from roofline.workload.ops.base import Workload
+from roofline.workload.ops.base import BACKWARD_PASSES, Workload
 
 FORWARD = "forward"
-BACKWARD = ("backward_input", "backward_weight")
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ def predict_sharded(workload: Workload, single: StepPrediction, fabric: Fabric, 
     """One FULL_SHARD step of `single` on `fabric`, parameters and gradients communicated at `param_bytes`."""
     units = [float(op.params()) * param_bytes for op in workload.ops if op.params()]
     forward_s = sum(c.time_s for c in single.ops if c.pass_ == FORWARD)
-    backward_s = sum(c.time_s for c in single.ops if c.pass_ in BACKWARD)
+    backward_s = sum(c.time_s for c in single.ops if c.pass_ in BACKWARD_PASSES)
     gather = [ring_all_gather_s(b, fabric) for b in units]
     scatter = [ring_reduce_scatter_s(b, fabric) for b in units]
     first = gather[0] if gather else 0.0

@@ -18,7 +18,9 @@ from typing import Any
 Num = Any
 """An int, a float, or a sympy expression in the batch size B (and sequence length S)."""
 
-PASSES = ("forward", "backward_input", "backward_weight")
+BACKWARD_PASSES = ("backward_input", "backward_weight")
+"""The gradient passes: the input's gradient and the weights' (each op says what each costs)."""
+PASSES = ("forward", *BACKWARD_PASSES)
 
 
 @dataclass(frozen=True)
