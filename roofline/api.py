@@ -608,7 +608,7 @@ def advise_serving(model: str, *, hw: str | None = None, gpu: str | None = None,
                    prompt_len: int = 512, output_len: int = 128, precision: str = "auto",
                    kv_precision: str | None = None, group_size: int = 128, runtime: str = "eager",
                    tpot_ms: float | None = None, ttft_ms: float | None = None,
-                   plot: str | Path | None = None) -> dict[str, Any]:
+                   plot: str | Path | None = None, force: bool = False) -> dict[str, Any]:
     """Concurrent sequences, weight precision and KV precision for the most tokens/s within the latency
     targets and memory, with reasons in numbers (the `advise --serve` document)."""
     from roofline.advise.serving import advise_serving as advise_request
@@ -624,12 +624,12 @@ def advise_serving(model: str, *, hw: str | None = None, gpu: str | None = None,
     if plot:
         from roofline.report.plots import plot_path
 
-        target = plot_path(str(plot), cfg.name, profile.name, force=False)
+        target = plot_path(str(plot), cfg.name, profile.name, force)
     advice = advise_request(cfg, profile, prompt_len, output_len, runtime, precision or "auto", kv_precision,
                             group_size, tpot_ms / 1e3 if tpot_ms else None, ttft_ms / 1e3 if ttft_ms else None)
     out = advice_dict(advice)
     if target is not None:
         from roofline.report.serving_plot import write_serving_plots
 
-        out["plot"] = write_serving_plots(advice, target)
+        out["plot"] = write_serving_plots(advice, target, force)
     return out

@@ -146,7 +146,7 @@ def _scaling_plot(args: argparse.Namespace, profile: Any, precision: Any, build:
     points = weak_scaling(build, profile, precision, opts, job.node, job.per_gpu_batch, job.fabric.world,
                           job.grad_bytes)
     return write_scaling_plot(points, f"{name} on {job.node.name}, batch {job.per_gpu_batch} per GPU, "
-                              f"{precision.name}", target)
+                              f"{precision.name}", target, args.force)
 
 
 def _sharded_document(args: argparse.Namespace, name: str, profile: Any, precision: Any, batch: int, workload: Any,

@@ -59,7 +59,7 @@ def run_advise(args: argparse.Namespace) -> int:
     out = api.advise_serving(args.model, hw=args.hw, gpu=args.gpu, cpu=args.cpu, prompt_len=prompt,
                              output_len=output, precision=args.precision, kv_precision=args.kv_precision,
                              group_size=args.group_size, runtime=args.runtime or "eager", tpot_ms=args.tpot_ms,
-                             ttft_ms=args.ttft_ms, plot=args.plot)
+                             ttft_ms=args.ttft_ms, plot=args.plot, force=args.force)
     if args.json:
         print_json(out)
         return 0

@@ -74,7 +74,6 @@ def plot_path(path: str, model: str, device: str, force: bool) -> Path:
 def write_advice_plots(advice: Any, profile: Any, target: Path, force: bool) -> list[str]:
     """One figure, three panels: roofline with layers, samples/s vs batch, memory vs batch; written whole to
     `target` or not at all (roofline.files)."""
-    from roofline.files import write_atomically
 
     plt = _pyplot()
     fig, (ax_roof, ax_thr, ax_mem) = plt.subplots(1, 3, figsize=(15, 4.5))
@@ -101,8 +100,17 @@ def write_advice_plots(advice: Any, profile: Any, target: Path, force: bool) -> 
     ax_thr.set_title(f"{advice.model}: throughput ({'training' if advice.train else 'inference'})", fontsize=9)
     ax_mem.set_title("memory footprint", fontsize=9)
     fig.tight_layout()
+    return [save_figure(plt, fig, target, force, dpi=120)]
+
+
+def save_figure(plt: Any, fig: Any, target: Path, force: bool, dpi: int | None = None) -> str:
+    """Write `fig` whole to `target` or not at all (roofline.files: never half-written, an existing file only
+    with --force), then close it; every --plot goes through here."""
+    from roofline.files import write_atomically
+
     try:
-        write_atomically(target, lambda f: fig.savefig(f, format=target.suffix[1:].lower(), dpi=120), "--plot", force)
+        write_atomically(target, lambda f: fig.savefig(f, format=target.suffix[1:].lower(), dpi=dpi), "--plot",
+                         force)
     finally:
         plt.close(fig)
-    return [str(target)]
+    return str(target)

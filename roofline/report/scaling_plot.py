@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from roofline.report.plots import _pyplot
+from roofline.report.plots import _pyplot, save_figure
 
 
-def write_scaling_plot(points: list[Any], title: str, target: Path) -> str:
+def write_scaling_plot(points: list[Any], title: str, target: Path, force: bool) -> str:
     """One line per sweep point (GPUs, speed-up) and the ideal y = x; node boundaries are marked."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4.5))
@@ -25,7 +25,4 @@ def write_scaling_plot(points: list[Any], title: str, target: Path) -> str:
     ax.set_title(title, fontsize=9)
     ax.legend()
     fig.tight_layout()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(target)
-    plt.close(fig)
-    return str(target)
+    return save_figure(plt, fig, target, force)

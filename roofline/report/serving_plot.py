@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from roofline.report.plots import _pyplot
+from roofline.report.plots import _pyplot, save_figure
 
 
-def write_serving_plots(advice: Any, target: Path) -> list[str]:
+def write_serving_plots(advice: Any, target: Path, force: bool) -> list[str]:
     plt = _pyplot()
     fig, (ax_roof, ax_thr, ax_lat) = plt.subplots(1, 3, figsize=(15, 4.5))
     groups: dict[str, list[Any]] = {}
@@ -42,6 +42,4 @@ def write_serving_plots(advice: Any, target: Path) -> list[str]:
     ax_roof.set_title(f"{advice.model} on {advice.device}")
     ax_roof.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(target)
-    plt.close(fig)
-    return [str(target)]
+    return [save_figure(plt, fig, target, force)]
