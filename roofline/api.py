@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -106,6 +106,9 @@ class PredictResult(Result):
     ceilings: dict[str, Any]
     layers: list[Layer]
     batches: list[BatchRow]
+    context: Literal["alone", "model"] = "model"
+    """'alone': one op called back to back in a loop (warm calls); 'model': a model's step, or an op priced
+    as one of its layers (`in_model`)."""
 
 
 class SweepRow(BatchRow):
@@ -230,7 +233,7 @@ def _batches(batch: int | Sequence[int] | str) -> list[int]:
 
 
 def _options(train: bool, optimizer: str, pinned: bool, sync: int, channels_last: bool,
-             reserve_bytes: float | None) -> Any:
+             reserve_bytes: float | None, alone: bool = False) -> Any:
     from roofline.model.step import StepOptions
 
     if optimizer not in ("sgd", "momentum", "adam"):
@@ -238,7 +241,7 @@ def _options(train: bool, optimizer: str, pinned: bool, sync: int, channels_last
     if not isinstance(sync, int) or sync < 0:
         raise RooflineError(f"--sync {sync}: expected a non-negative integer")
     return StepOptions(train=train, optimizer=optimizer, pinned=pinned, sync_points=sync,
-                       channels_last=channels_last, reserve_bytes=reserve_bytes)
+                       channels_last=channels_last, reserve_bytes=reserve_bytes, alone=alone)
 
 
 def profile_name(name_or_path: str) -> str:
@@ -313,8 +316,11 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
             train: bool = False, optimizer: str = "sgd", pinned: bool = False, sync: int = 0,
             channels_last: bool = False, reserve_bytes: float | None = None, allow_oversize: bool = False,
             input_shape: Sequence[int] | None = None, input_size: int | None = None, seq_len: int | None = None,
-            num_classes: int | None = None, html: str | Path | None = None, force: bool = False) -> PredictResult:
+            num_classes: int | None = None, html: str | Path | None = None, force: bool = False,
+            in_model: bool = False) -> PredictResult:
     """The predicted step (or one op, `op="gemm(m=..,n=..,k=..)"`) at each batch size (`roofline predict`).
+    An op is priced as a script timing it alone in a loop runs it (`StepOptions.alone`: warm per-call costs)
+    unless `in_model`, which prices it as one layer of a model (called cold, after other layers).
     `html` also writes the HTML report of the first batch (an existing file only with force=True)."""
     from roofline.model.step import predict_step
     from roofline.workload.precision import get_precision
@@ -329,7 +335,9 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
     if req.op and batches != [1]:
         raise RooflineError(f"--batch {batch} does not apply to --op: an op's shapes are literal; put the "
                             "batch in the spec, e.g. 'linear(batch=32,in_features=1024,out_features=1024)'")
-    opts = _options(train, optimizer, pinned, sync, channels_last, reserve_bytes)
+    if in_model and not req.op:
+        raise RooflineError("--in-model applies to --op (a model's layers are always priced in their model)")
+    opts = _options(train, optimizer, pinned, sync, channels_last, reserve_bytes, alone=bool(req.op) and not in_model)
     preds = [predict_step(build(b), profile, prec, opts) for b in batches]
     for p in preds:
         if not p.fits and not allow_oversize:
@@ -340,6 +348,7 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
     out = _prediction_dict(preds[0])
     out["batches"] = [{"batch_size": p.batch_size, "step_time_s": p.step_time_s, "samples_per_s": p.samples_per_s,
                        "memory_bytes": p.memory.total} for p in preds]
+    out["context"] = "alone" if opts.alone else "model"
     result = PredictResult(**out)
     if target is not None:
         result.html = _write_report(target, profile, hw or gpu or cpu or "", result, None, force)

@@ -299,3 +299,18 @@ def test_fixed_cost_probes_give_forward_and_backward_seconds_per_pass():
                 "1x1:training": Measurement("t", (170e-6,), 1, "budget")}
     # forward 50 us; backward = forward + backward (170 us) - forward (50 us) = 120 us
     assert per_pass(measured) == pytest.approx({"1x1": 50e-6, "1x1:backward": 120e-6})
+
+
+def test_windows_that_disagree_keep_the_slowest_and_say_how_far_apart():
+    from roofline.measure.timing import Measurement
+
+    fast = Measurement("probe", (1.0, 1.0, 1.1), 1, "budget")
+    slow = Measurement("probe", (1.3, 1.3, 1.2), 1, "budget")
+    pooled = fast.merged(slow)
+    assert pooled.window_medians == (1.0, 1.3)
+    assert pooled.window_spread == pytest.approx(0.3)
+    kept = pooled.steadied(0.10)
+    assert kept.median == 1.3 and kept.window_spread == pytest.approx(0.3)
+    # within the limit the pooled samples stay, median over both windows
+    assert pooled.steadied(0.5) is pooled and pooled.median == pytest.approx(1.15)
+    assert fast.window_spread == 0.0 and fast.steadied(0.0) is fast

@@ -296,3 +296,24 @@ def test_accumulation_and_fp16_gradient_communication():
     assert four["step_time_s"] == pytest.approx(4 * one["single_gpu_step_time_s"] + one["exposed_communication_s"])
     # fp16 on the wire: 2 bytes per gradient element instead of 4
     assert half["gradient_bytes"] == pytest.approx(one["gradient_bytes"] / 2)
+
+
+def test_ranks_sharing_a_socket_get_their_share_of_its_memory():
+    from roofline.hardware.load import find_profile
+    from roofline.model.comm.socket_share import rank_profile
+    from roofline.model.step import StepOptions, predict_step
+    from roofline.workload.ops import Elementwise, Workload
+    from roofline.workload.precision import get_precision
+
+    cpu = find_profile("textbook", "cpu")
+    half = rank_profile(cpu, 0.5)
+    assert half.memory.bandwidth_bytes_per_s.value == cpu.memory.bandwidth_bytes_per_s.value / 2
+    assert rank_profile(cpu, 1.0) is cpu
+    with pytest.raises(ValueError):
+        rank_profile(cpu, 0.0)
+    # a DRAM-bound add takes twice as long at half the bandwidth
+    add = Workload("add", 1, [Elementwise("add", numel=1 << 28, inputs=2)], 0)
+    fp32 = get_precision("fp32")
+    alone = predict_step(add, cpu, fp32, StepOptions(runtime=None))
+    shared = predict_step(add, half, fp32, StepOptions(runtime=None))
+    assert shared.device_s == pytest.approx(2 * alone.device_s, rel=1e-3)

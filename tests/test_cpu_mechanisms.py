@@ -233,3 +233,36 @@ def test_weights_come_from_the_level_that_holds_the_whole_step(textbook):
     # 64 MiB cycle through a 32 MiB LRU cache between two uses: the weight is read from DRAM every step
     spills = op_cost(fc, "forward", CostContext(c, 4, 4, weight_reuse_bytes=64 * 2**20))
     assert spills.memory_s == pytest.approx(act / 150e9 + weight / 20e9)
+
+
+def test_a_measured_convolution_may_run_faster_than_the_gemm_peak(textbook):
+    from roofline.hardware.schema import MeasuredConvPoint
+    from roofline.model.ceilings import fit_conv_efficiencies, fit_gemm_curve
+    from roofline.workload.ops import Conv2d
+
+    # oneDNN's direct convolution at 1.6x a GEMM of equal reuse, on a machine whose GEMM curve tops at 120e9
+    curve = ((64, 40e9), (256, 90e9), (1024, 120e9))
+    fits = fit_conv_efficiencies([MeasuredConvPoint(key="3x3", weight_share=0.0, efficiency=1.6),
+                                  MeasuredConvPoint(key="3x3", weight_share=1.0, efficiency=1.6)])
+    c = replace(textbook, conv_efficiency={"3x3": 1.6}, conv_efficiency_fits=fits, gemm_curve=curve,
+                gemm_fit=fit_gemm_curve(curve), vector_flops_per_s=120e9, conv_fixed_s={"3x3": 1e-12})
+    conv = Conv2d("c", n=8, c=256, h=14, w=14, k=256, r=3, s=3, pad=1, bias=False)
+    view = conv.gemm_views("forward")[0]
+    expected = conv.flops("forward") / (c.gemm_fit.rate(view.equivalent_n) * 1.6)
+    cost = op_cost(conv, "forward", CostContext(c, 4, 4, channels_last=True))
+    assert expected < conv.flops("forward") / 120e9  # faster than the GEMM peak allows a GEMM
+    assert cost.compute_s == pytest.approx(expected, rel=1e-6)
+
+
+def test_an_op_alone_takes_the_back_to_back_call_costs(textbook):
+    from roofline.workload.ops import Conv2d
+
+    c = replace(textbook, conv_efficiency={"depthwise": 0.5}, dispatch_s_by_kind={"conv2d:depthwise": 40e-6},
+                dispatch_s=4e-6, conv_fixed_s={"depthwise:nchw": 120e-6}, conv_fixed_warm_s={"depthwise:nchw": 30e-6})
+    dw = Conv2d("dw", n=8, c=32, h=16, w=16, k=32, r=3, s=3, pad=1, groups=32, bias=False)
+    layer = op_cost(dw, "forward", CostContext(c, 4, 4))
+    alone = op_cost(dw, "forward", CostContext(c, 4, 4, warm_calls=True))
+    # host: the kind's cold call (40 us) in a model, the back-to-back dispatch (4 us) alone
+    assert (layer.host_s, alone.host_s) == (pytest.approx(40e-6), pytest.approx(4e-6))
+    # fixed cost beyond the host's share: 120 - 40 us in a model, 30 - 4 us alone; the work is the same
+    assert layer.device_s - alone.device_s == pytest.approx((120e-6 - 40e-6) - (30e-6 - 4e-6))

@@ -21,6 +21,9 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--batch", type=text, default="1", help="N, a list 1,8,32, or a range 1:1024 (default 1)")
     add_step_args(p)
     add_serving_args(p)
+    p.add_argument("--in-model", action="store_true",
+                   help="with --op: price the op as one layer of a model (called after other layers: cold per-call "
+                        "costs) instead of alone in a loop (warm)")
     p.add_argument("--allow-oversize", action="store_true",
                    help="predict time even when the batch does not fit the device memory")
     p.add_argument("--html", metavar="FILE.html", help="also write the HTML report (as `roofline report`)")
@@ -61,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
                          precision=args.precision or "fp32", train=args.train, optimizer=args.optimizer,
                          pinned=args.pinned,
                          sync=args.sync, channels_last=args.channels_last, reserve_bytes=args.reserve_bytes,
-                         allow_oversize=args.allow_oversize, html=args.html, force=args.force)
+                         allow_oversize=args.allow_oversize, html=args.html, force=args.force,
+                         in_model=args.in_model)
     if args.json:
         print_json(result.to_dict())
         return 0

@@ -37,6 +37,7 @@ CALIBRATED_FIGURES: tuple[CalibratedFigure, ...] = (
     CalibratedFigure("conv_efficiency_points", "1", "both", "median per point", ("key", "weight_share"),
                      "efficiency"),
     CalibratedFigure("conv_fixed_s", "s", "both", "median per key"),
+    CalibratedFigure("conv_fixed_warm_s", "s", "both", "median per key"),
     CalibratedFigure("host_to_device_bytes_per_s", "B/s", "cuda", "median per key"),
     CalibratedFigure("kernel_bytes_per_s", "B/s", "both", "median per key"),
     CalibratedFigure("page_fault_bytes_per_s", "B/s", "cpu", "median"),
@@ -45,4 +46,5 @@ CALIBRATED_FIGURES: tuple[CalibratedFigure, ...] = (
     CalibratedFigure("kernel_launch_s", "s", "cuda", "median"),
     CalibratedFigure("framework_dispatch_s", "s", "both", "median"),
     CalibratedFigure("sync_s", "s", "both", "median"),
+    CalibratedFigure("unsteady", "1", "both", "median per key"),
 )

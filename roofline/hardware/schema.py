@@ -213,6 +213,10 @@ class Measured(_Strict):
     conv_fixed_s: Annotated[dict[Key, Positive], Field(max_length=MAX_TABLE)] = {}
     """Same keys -> fixed seconds per call, fitted with the efficiency over the kind's shapes (t = t0 + ideal /
     efficiency): thread fork and join and library setup at realistic sizes, dispatch included."""
+    conv_fixed_warm_s: Annotated[dict[Key, Positive], Field(max_length=MAX_TABLE)] = {}
+    """Same keys -> fixed seconds per call when the same convolution runs back to back (its code and the
+    library's paths warm), as an op timed alone in a loop runs; conv_fixed_s is a layer's, called in rotation
+    with other kinds as a model calls it. Empty in profiles calibrated before it was recorded."""
     host_to_device_bytes_per_s: dict[Literal["pageable", "pinned"], Positive] = {}
     """'pageable' / 'pinned' -> measured copy bandwidth."""
     kernel_bytes_per_s: Annotated[dict[Key, Positive], Field(max_length=MAX_TABLE)] = {}
@@ -230,6 +234,9 @@ class Measured(_Strict):
     kernel_launch_s: NonNegative | None = None
     framework_dispatch_s: NonNegative | None = None
     sync_s: NonNegative | None = None
+    unsteady: Annotated[dict[Text, NonNegative], Field(max_length=MAX_TABLE)] = {}
+    """Probe label -> how far apart its rounds' medians lay ((slowest - fastest) / fastest), for the figures
+    that could not be measured within `roofline.measure.rounds.STEADY_LIMIT`: each keeps its slowest round."""
     environment: Annotated[dict[Key, Text | int | float | None], Field(max_length=MAX_TABLE)]
     """CPU/GPU model, driver, library versions, threads, date: a calibration applies only here."""
 

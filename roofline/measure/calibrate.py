@@ -16,7 +16,7 @@ import socket
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -222,6 +222,15 @@ def _cache_totals(profile: Profile) -> list[tuple[str, float]]:
     return [(c.level, cache_total_bytes(profile, c.level)) for c in profile.caches]
 
 
+def _steady(m: Any, unsteady: dict[str, float]) -> Any:
+    """`m` kept as `Measurement.steadied` keeps it, noting in `unsteady` a figure whose windows disagree."""
+    from roofline.measure.rounds import STEADY_LIMIT
+
+    if m.window_spread > STEADY_LIMIT:
+        unsteady[m.label] = m.window_spread
+    return m.steadied(STEADY_LIMIT)
+
+
 def _plateau_caches(plateaus: list[Any], warnings: list[str]) -> tuple[list[MeasuredCache], float]:
     """Measured cache levels and DRAM bandwidth. A cache measured slower than the level behind it measured
     the kernel's per-row loop overhead, not the cache, so it is left out (the derived figure stays)."""
@@ -270,7 +279,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     other steps (see `roofline.measure.rounds`)."""
     from roofline.measure.probes import conv, gemm, kernels, memory, overhead
     from roofline.measure.probes.heap import keep_pages_mapped
-    from roofline.measure.rounds import RoundProbes, pool_points
+    from roofline.measure.rounds import STEADY_LIMIT, RoundProbes, pool_points
     from roofline.measure.timing import last_level_cache_bytes
     from roofline.model.ceilings import fit_gemm_curve, monotone_curve
 
@@ -336,12 +345,14 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
 
     on_step("round 3")
     probes.round()
+    unsteady = probes.steady()
 
     on_step("confirm")
     for key in [k for k in curves if k.startswith("torch")]:
         second = gemm.sweep("torch", key.split()[1], _confirm_sizes(curves[key]), device=plan.device,
                             llc_bytes=llc, budget_s=plan.gemm_budget_s)
-        curves[key] = pool_points(curves[key], second, lambda p: p.n)
+        curves[key] = [replace(p, measurement=_steady(p.measurement, unsteady))
+                       for p in pool_points(curves[key], second, lambda p: p.n)]
     curves.update({f"torch {dtype}": points for dtype, points in probes.gemm.items()})
     order = [f"torch {d}" for d in gemm.CUDA_TORCH_DTYPES] + [f"numpy {d}" for d in gemm.NUMPY_DTYPES]
     curves = {key: curves[key] for key in sorted(curves, key=order.index)}
@@ -349,7 +360,8 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     top = [max(sizes)]
     again = memory.cuda_sweep(top, budget_s=plan.memory_budget_s) if plan.device == "cuda" else memory.sweep(
         top, [k for k in plan.memory_kernels if k != "triad"], budget_s=plan.memory_budget_s)
-    points = pool_points(points, again, lambda p: (p.kernel, p.working_set_bytes))
+    points = [replace(p, measurement=_steady(p.measurement, unsteady))
+              for p in pool_points(points, again, lambda p: (p.kernel, p.working_set_bytes))]
     measurements += [p.measurement for p in points]
     plateaus = memory.plateaus(points, totals)
     caches, dram = _plateau_caches(plateaus, warnings)
@@ -405,13 +417,14 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
         conv_efficiency=conv.summary(conv_points),
         conv_efficiency_points=[MeasuredConvPoint(key=key, weight_share=share, efficiency=eff)
                                 for key, points in conv_points.items() for share, eff in points],
-        conv_fixed_s=conv.per_pass(probes.in_context), host_to_device_bytes_per_s=h2d,
+        conv_fixed_s=conv.per_pass(probes.in_context), conv_fixed_warm_s=conv.per_pass(probes.back_to_back),
+        host_to_device_bytes_per_s=h2d,
         kernel_bytes_per_s={r.key: r.bytes_per_s for r in probes.kernel_rates},
         dispatch_s_by_kind={kind: m.median for kind, m in probes.dispatch.items()},
         page_fault_bytes_per_s=fault_rate if fault_rate and fault_rate != float("inf") else None,
         layout_conversion_bytes_per_s=conversion,
         kernel_launch_s=launch.median if launch is not None else None,
-        framework_dispatch_s=tiny.median, sync_s=sync.per_step_s, environment=environment)
+        framework_dispatch_s=tiny.median, sync_s=sync.per_step_s, unsteady=unsteady, environment=environment)
     if plan.device == "cpu":
         from roofline.hardware.detect import detect_cpu
 
@@ -419,6 +432,9 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     else:
         profile = profile.model_copy(update={"measured": measured})
     warnings += [w for m in measurements for w in m.warnings]
+    warnings += [f"{label}: its rounds' medians lie {spread:.0%} apart (over {STEADY_LIMIT:.0%}): the machine's "
+                 "speed varied while it was measured; the slowest round is kept"
+                 for label, spread in sorted(unsteady.items())]
     details["elapsed_s"] = time.perf_counter() - started
     details["overheads"] = {"framework_dispatch_s": tiny.median, "kernel_launch_s": measured.kernel_launch_s,
                             "sync_s": sync.per_step_s}

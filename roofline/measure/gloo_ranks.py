@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline.errors import RooflineError
@@ -21,6 +21,11 @@ ALLREDUCE_SIZES_BYTES = (4, 4096, 65536, 1 << 20, 4 << 20, 16 << 20, 32 << 20)
 
 BANDWIDTH_FIT_MIN_BYTES = 1 << 20
 """Sizes from which the latency is a small part of the time, used to fit the bus bandwidth."""
+
+STREAM_BYTES = 128 << 20
+"""Each rank's copy source for the shared-memory probe: far beyond any one socket's last-level cache, so the
+copy streams from DRAM whether one rank runs it or all do."""
+STREAM_REPEATS = 7
 
 
 def free_port() -> int:
@@ -38,10 +43,37 @@ def _init(rank: int, world: int, port: int) -> Any:
     return dist
 
 
+def _copy_s(src: Any, dst: Any, dist: Any, repeats: int, active: bool) -> float:
+    """Median seconds of one DRAM copy by this rank (`active`), every sample started after a barrier so the
+    active ranks stream at the same time; inactive ranks wait at the barriers."""
+    samples = []
+    for _ in range(repeats):
+        dist.barrier()
+        start = time.perf_counter()
+        if active:
+            dst.copy_(src)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def _stream_alone_and_together(dist: Any, rank: int, repeats: int) -> tuple[float, float]:
+    """(seconds of rank 0's copy alone, of its copy while every rank copies): one socket's memory is shared
+    by the ranks on it, so each gets a share of what one process alone streams."""
+    import torch
+
+    src = torch.ones(STREAM_BYTES // 4)
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    alone = _copy_s(src, dst, dist, repeats, rank == 0)
+    together = _copy_s(src, dst, dist, repeats, True)
+    return alone, together
+
+
 def _allreduce_worker(rank: int, world: int, port: int, sizes: tuple[int, ...], repeats: int, queue: Any) -> None:
     import torch
 
     dist = _init(rank, world, port)
+    streams = _stream_alone_and_together(dist, rank, STREAM_REPEATS)
     medians = {}
     for size in sizes:
         buffer = torch.ones(max(1, size // 4))
@@ -55,7 +87,7 @@ def _allreduce_worker(rank: int, world: int, port: int, sizes: tuple[int, ...], 
             samples.append(time.perf_counter() - start)
         medians[buffer.numel() * 4] = statistics.median(samples)
     if rank == 0:
-        queue.put(medians)
+        queue.put((medians, streams))
     dist.destroy_process_group()
 
 
@@ -80,11 +112,15 @@ class AllreduceFit:
     """Per ring step: the smallest all-reduce's time / 2(n-1)."""
     bus_bandwidth_bytes_per_s: float
     """2(n-1)/n x bytes / (time - latency part), median over the sizes from BANDWIDTH_FIT_MIN_BYTES."""
+    memory_share: float = 1.0
+    """The DRAM bandwidth one rank gets while all ranks stream, over what it gets alone (<= 1)."""
 
 
 def measure_allreduce(ranks: int = 2, repeats: int = 20) -> AllreduceFit:
-    """Median gloo all-reduce times between `ranks` local processes, fitted to the alpha-beta model."""
-    return fit_allreduce(_spawn(_allreduce_worker, ranks, ALLREDUCE_SIZES_BYTES, repeats), ranks)
+    """Median gloo all-reduce times between `ranks` local processes, fitted to the alpha-beta model, and the
+    share of the socket's memory bandwidth each rank gets when all stream at once."""
+    times, (alone_s, together_s) = _spawn(_allreduce_worker, ranks, ALLREDUCE_SIZES_BYTES, repeats)
+    return replace(fit_allreduce(times, ranks), memory_share=min(1.0, alone_s / together_s))
 
 
 def fit_allreduce(times: dict[int, float], ranks: int) -> AllreduceFit:

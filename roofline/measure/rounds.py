@@ -23,6 +23,10 @@ from typing import Any
 from roofline.measure.timing import Measurement, pooled
 
 ROUNDS = 3
+STEADY_LIMIT = 0.10
+"""Rounds whose medians lie further apart than this mark a figure that cannot be measured steadily now: two
+calibrations back to back should agree within it (issue 16), and a figure that cannot keeps its slowest round
+(`Measurement.steadied`) and is listed in the profile's `measured.unsteady`."""
 DISPATCH_BUDGET_S = 0.2
 """Seconds per probe of `kernels.dispatch_by_kind`, over all rounds."""
 
@@ -91,6 +95,28 @@ class RoundProbes:
         in_context, back_to_back = conv.fixed_costs(self.device, self.conv_budget_s * share)
         self.in_context = pooled(self.in_context, in_context)
         self.back_to_back = pooled(self.back_to_back, back_to_back)
+
+    def steady(self, limit: float = STEADY_LIMIT) -> dict[str, float]:
+        """Replace every pooled figure whose rounds disagree by more than `limit` with its slowest round, and
+        return those figures' labels with how far apart their rounds were."""
+        unsteady: dict[str, float] = {}
+
+        def keep(m: Measurement, context: str = "") -> Measurement:
+            steadied = m.steadied(limit)
+            if steadied is not m:
+                unsteady[f"{m.label}{context}"] = m.window_spread
+            return steadied
+
+        def points(items: list[Any]) -> list[Any]:
+            return [replace(p, measurement=keep(p.measurement)) for p in items]
+
+        self.gemm = {dtype: points(items) for dtype, items in self.gemm.items()}
+        self.skinny, self.outer, self.kernel_rates = points(self.skinny), points(self.outer), points(self.kernel_rates)
+        self.conv = [replace(r, measurement=keep(r.measurement), training=keep(r.training)) for r in self.conv]
+        self.dispatch = {k: keep(m) for k, m in self.dispatch.items()}
+        self.in_context = {k: keep(m, " (in context)") for k, m in self.in_context.items()}
+        self.back_to_back = {k: keep(m, " (back to back)") for k, m in self.back_to_back.items()}
+        return unsteady
 
     def measurements(self) -> list[Measurement]:
         """Every pooled measurement, for the calibration's warnings."""

@@ -65,6 +65,27 @@ class Measurement:
     cold: bool = False
     """Each sample is one call after a setup (`Timer.setup`): short samples by design, so the 1 ms rule does
     not apply; perf_counter's resolution (well under a microsecond) is still small against a call."""
+    windows: tuple[tuple[float, ...], ...] = ()
+    """The sample sets of the windows `merged` pooled, in order (empty: one window, `samples_s`)."""
+
+    @property
+    def window_medians(self) -> tuple[float, ...]:
+        return tuple(quantile(sorted(w), 0.5) for w in self.windows) if self.windows else (self.median,)
+
+    @property
+    def window_spread(self) -> float:
+        """How far the windows' medians lie apart: (slowest - fastest) / fastest; 0 for one window."""
+        medians = self.window_medians
+        return max(medians) / min(medians) - 1 if min(medians) > 0 else math.inf
+
+    def steadied(self, limit: float) -> Measurement:
+        """This measurement, or where its windows' medians lie more than `limit` apart (the figure cannot be
+        measured steadily on this machine now) its slowest window alone: the conservative figure, which a
+        second calibration's slow spell reproduces more often than it does a pooled median."""
+        if self.window_spread <= limit:
+            return self
+        slowest = max(self.windows, key=lambda w: quantile(sorted(w), 0.5))
+        return replace(self, samples_s=tuple(slowest))
 
     @property
     def sorted_s(self) -> tuple[float, ...]:
@@ -116,7 +137,8 @@ class Measurement:
         """One measurement of both sample sets (per-call times, so windows with other inner-loop counts pool
         too): a re-measurement seconds later widens the sample over the machine's states."""
         return Measurement(self.label, self.samples_s + other.samples_s, max(self.number, other.number),
-                           other.stop_reason, self.work, self.work_unit, self.cold and other.cold)
+                           other.stop_reason, self.work, self.work_unit, self.cold and other.cold,
+                           (self.windows or (self.samples_s,)) + (other.windows or (other.samples_s,)))
 
     @property
     def warnings(self) -> tuple[str, ...]:

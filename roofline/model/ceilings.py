@@ -69,6 +69,8 @@ class Ceilings:
     """Efficiency key -> its efficiency against the weight share, fitted to the calibration's shapes."""
     conv_fixed_s: dict[str, float] = field(default_factory=dict)
     """Measured fixed seconds per convolution call by efficiency key, dispatch included (see Measured)."""
+    conv_fixed_warm_s: dict[str, float] = field(default_factory=dict)
+    """The same, called back to back (an op alone in a loop): `CostContext.warm_calls` uses it."""
     kernel_bytes_per_s: dict[str, float] = field(default_factory=dict)
     """Measured forward rate of non-GEMM kernels by `op.kernel`: a ceiling below the memory level's."""
     levels: tuple[Level, ...] = ()
@@ -376,6 +378,7 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
         conv_efficiency=dict(measured.conv_efficiency) if measured else {},
         conv_efficiency_fits=fit_conv_efficiencies(measured.conv_efficiency_points) if measured else {},
         conv_fixed_s=dict(measured.conv_fixed_s) if measured else {},
+        conv_fixed_warm_s=dict(measured.conv_fixed_warm_s) if measured else {},
         kernel_bytes_per_s=kernel_rates, levels=levels, dispatch_s=dispatch, dispatch_s_by_kind=dispatch_by_kind,
         page_fault_bytes_per_s=measured.page_fault_bytes_per_s if measured and not is_gpu else None,
         cpu_runtime=recorded_runtime(measured.environment) if measured and not is_gpu else None,

@@ -24,6 +24,9 @@ class CostContext:
     LRU cache cycled through more than it holds keeps none of it."""
     channels_last: bool = False
     """Activations stored NHWC (`model.to(memory_format=torch.channels_last)`), as tensor-core kernels want."""
+    warm_calls: bool = False
+    """The op runs back to back on its own (`StepOptions.alone`): per-call costs are the warm figures
+    calibration measured back to back, not those of a layer called after other layers evicted its code."""
     host_call_factor: float = 1.0
     """How much more each layer call costs the host than the per-call figures say: the runtime profile's
     training factor in a GPU training step (autograd's recording and backward engine), else 1."""

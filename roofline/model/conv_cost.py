@@ -43,7 +43,8 @@ def conv_fixed_s(kind: str, pass_: str, call_s: float, ctx: CostContext, slow2d:
     fit_fixed = max(0.0, c.gemm_fit.t0_s - c.dispatch_s) if c.gemm_fit else 0.0
     if slow2d:
         return fit_fixed
-    fixed = c.conv_fixed_s.get(_fixed_key(kind, pass_, c, ctx))
+    table = c.conv_fixed_warm_s if ctx.warm_calls and c.conv_fixed_warm_s else c.conv_fixed_s
+    fixed = table.get(_fixed_key(kind, pass_, c, ctx))
     if fixed is None:
         return fit_fixed if kind != "depthwise" else 0.0
     return max(0.0, fixed - call_s) / (2 if pass_ != "forward" else 1)

@@ -108,6 +108,12 @@ def _gemm_view_s(op: Op, view: GemmView, pass_: str, ctx: CostContext, call_s: f
         # fixed costs per call include the dispatch that host_s charges already
         fixed = conv_fixed_s(kind, pass_, call_s, ctx, slow2d) if kind else max(0.0, fit.t0_s - c.dispatch_s)
         t = fixed + view.flops / (fit.rate(reuse) * efficiency)
+        if key:
+            # a measured convolution is its own kernel, not the GEMM whose best rate is `rate`: oneDNN's direct
+            # convolutions run faster than the library's sgemm does (200 against 147 GFLOP/s on the 2-core
+            # AVX2 machine of benchmarks/LOG.md); the measured efficiency, clamped to the shares calibration
+            # timed, and the fit's asymptote bound it
+            return t, 0.0, path
         return max(t, view.flops / rate), 0.0, path
     t, tile, split, panel = gemm_compute_s(view, rate, ctx)
     useful = view.flops / rate
@@ -209,7 +215,7 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     if op.is_free or (flops == 0 and act_bytes + w_bytes == 0):
         return OpCost(op.name, op.kind, pass_, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, "free", "none", (), 0, c.is_gpu)
     notes: list[Note] = []
-    by_kind = c.dispatch_s_by_kind
+    by_kind = {} if ctx.warm_calls else c.dispatch_s_by_kind
     call_s = by_kind.get(op.kernel, by_kind.get(op.kind, c.dispatch_s))
     onednn = isinstance(op, Conv2d) and not c.is_gpu and cpu_conv_backend(op, c.threads) == "mkldnn"
     slow2d = isinstance(op, Conv2d) and not c.is_gpu and not onednn

@@ -67,6 +67,12 @@ class StepOptions:
     the datasheet roofline alone, as the cost model's closed-form tests use it."""
     heap_kept: bool = False
     """CPU: the process keeps its C heap (cpu_runtime.heap_setting), so no request takes fresh pages."""
+    alone: bool = False
+    """The workload is one op called back to back on its own, as a script timing it in a loop calls it
+    (`predict --op`), not a layer among others: its code, the dispatcher's paths and its data stay in the
+    core's caches, so calls cost calibration's back-to-back figures. Its heap requests are still replayed
+    (the same ones every call): glibc returns the top of the heap when more than its trim threshold is free
+    there, so a large enough output is faulted in again on every call."""
 
 
 @dataclass(frozen=True)
@@ -212,7 +218,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     training_gpu = opts.train and c.is_gpu and opts.runtime is not None
     factor = load_runtime(opts.runtime).training_host_factor.value if training_gpu else 1.0
     ctx = CostContext(c, precision.storage_bytes, weight_bytes, weight_reuse_bytes=reuse,
-                      channels_last=opts.channels_last, host_call_factor=factor)
+                      channels_last=opts.channels_last, host_call_factor=factor, warm_calls=opts.alone)
     costs = op_costs(ops, passes, ctx)
     if c.page_fault_bytes_per_s and c.cpu_runtime is not None and c.cpu_runtime.glibc_heap and not opts.heap_kept:
         fresh = first_touch_bytes(executed(ops, passes), workload.flow(), opts.train, ctx, c.cpu_runtime.page_bytes)

@@ -18,6 +18,9 @@ def render_prediction(out: dict[str, Any]) -> None:
     mode = "training step" if out["train"] else "inference step"
     console.print(f"[bold]{out['model']}[/] on [bold]{out['device']}[/], {out['precision']}, "
                   f"batch {out['batch_size']}: {mode}")
+    if out.get("context") == "alone":
+        console.print("  context: the op alone, called back to back in a loop (warm calls); "
+                      "--in-model prices it as one layer of a model")
     console.print(f"  step {format_si(out['step_time_s'], 's')}  ->  {out['samples_per_s']:.1f} samples/s   "
                   f"memory {format_bytes(out['memory_bytes'])} of {format_bytes(out['capacity_bytes'])}")
     console.print(f"  host (dispatch) {format_si(out['host_s'], 's')}, device {format_si(out['device_s'], 's')}, "

@@ -16,6 +16,7 @@ from roofline.hardware.schema import Profile
 from roofline.measure.gloo_ranks import AllreduceFit, LiveDataParallel, measure_allreduce, run_data_parallel
 from roofline.model.comm.data_parallel import DataParallelPrediction, predict_data_parallel
 from roofline.model.comm.fabric import measured_fabric
+from roofline.model.comm.socket_share import rank_profile
 from roofline.workload.request import ModelRequest, workload_builder
 
 THREADS_PER_RANK = 1
@@ -47,10 +48,13 @@ def validate_data_parallel(req: ModelRequest, profile: Profile, ranks: int, per_
     name, build = workload_builder(req)
     workload = build(per_rank_batch)
     single = predict_step(workload, profile, get_precision("fp32"), StepOptions(train=True))
+    beside = predict_step(workload, rank_profile(profile, fit.memory_share), get_precision("fp32"),
+                          StepOptions(train=True))
     fabric = measured_fabric(ranks, fit.bus_bandwidth_bytes_per_s, fit.latency_s,
                              f"gloo all-reduce between {ranks} local processes")
     overlap = ranks * THREADS_PER_RANK < (os.cpu_count() or 1)
-    predicted = predict_data_parallel(workload, single, fabric, 4, bucket_cap_mb, overlap=overlap)
+    predicted = predict_data_parallel(workload, single, fabric, 4, bucket_cap_mb, overlap=overlap,
+                                      rank_step=beside)
     return DataParallelValidation(name, fit, one, many, predicted, overlap)
 
 
@@ -64,13 +68,15 @@ def validation_dict(v: DataParallelValidation) -> dict[str, Any]:
         "model": v.model, "ranks": v.many.ranks, "per_rank_batch": v.many.per_rank_batch, "backend": "gloo",
         "overlap": v.overlap,
         "gloo": {"latency_s": v.fit.latency_s, "bus_bandwidth_bytes_per_s": v.fit.bus_bandwidth_bytes_per_s,
+                 "memory_share": v.fit.memory_share,
                  "allreduce_times_s": {str(k): t for k, t in v.fit.times_s.items()}},
         "runs": [
             {"ranks": 1, "predicted_s": p.single.step_time_s, "measured_s": v.one.step_s,
              "error_pct": error_pct(p.single.step_time_s, v.one.step_s)},
             {"ranks": v.many.ranks, "predicted_s": p.step_time_s, "measured_s": v.many.step_s,
              "error_pct": error_pct(p.step_time_s, v.many.step_s),
-             "predicted_communication_s": p.communication_s, "measured_communication_s": v.many.communication_s},
+             "predicted_communication_s": p.communication_s, "measured_communication_s": v.many.communication_s,
+             "predicted_memory_contention_s": p.contention_s},
         ],
         "scaling_efficiency": {"predicted": p.scaling_efficiency, "measured": v.measured_efficiency,
                                "difference_points": 100 * (p.scaling_efficiency - v.measured_efficiency)},

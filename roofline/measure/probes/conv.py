@@ -291,11 +291,18 @@ class ConversionRate:
         return self.activation_bytes / extra if extra > 0 else float("inf")
 
 
+DRAM_CONVERSION_LLC_MULTIPLE = 8
+"""The 'dram' probe's activations and copies span this many last-level caches. At twice the cache (the first
+choice) part of each reorder still hit it: two back-to-back quick calibrations read 45.6 and 17.9 GB/s, while
+NCHW against channels-last convolutions of 50-130 MB at batch 32 showed 3.2-4.4 GB/s (LOG.md, eighth session)."""
+
+
 def conversion_batches(llc_bytes: float) -> dict[str, int]:
     """Probe batch per level: the activations and their converted copies (2 x (input + output)) fill a
-    quarter of the last-level cache for 'cache', and twice it for 'dram'."""
+    quarter of the last-level cache for 'cache', and DRAM_CONVERSION_LLC_MULTIPLE caches for 'dram'."""
     per_sample = 2 * 2 * CONVERSION_CHANNELS * CONVERSION_SIDE**2 * 4
-    return {"cache": max(1, int(llc_bytes / 4 // per_sample)), "dram": max(1, int(2 * llc_bytes // per_sample))}
+    return {"cache": max(1, int(llc_bytes / 4 // per_sample)),
+            "dram": max(1, int(DRAM_CONVERSION_LLC_MULTIPLE * llc_bytes // per_sample))}
 
 
 def layout_conversion(llc_bytes: float, device: str = "cpu", budget_s: float = 0.3) -> list[ConversionRate]:

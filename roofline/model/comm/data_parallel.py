@@ -52,6 +52,9 @@ class DataParallelPrediction:
     backward_s: float
     step_time_s: float
     buckets: list[Bucket] = field(repr=False)
+    rank_step_s: float | None = None
+    """One rank's own step while the others run beside it (ranks sharing a socket's memory), where it
+    differs from `single`'s."""
 
     @property
     def world(self) -> int:
@@ -62,8 +65,15 @@ class DataParallelPrediction:
         return sum(b.allreduce_s for b in self.buckets)
 
     @property
+    def contention_s(self) -> float:
+        """What sharing the socket's memory adds to each rank's computation in one step."""
+        if self.rank_step_s is None:
+            return 0.0
+        return self.accumulation_steps * (self.rank_step_s - self.single.step_time_s)
+
+    @property
     def exposed_communication_s(self) -> float:
-        return self.step_time_s - self.accumulation_steps * self.single.step_time_s
+        return self.step_time_s - self.accumulation_steps * self.single.step_time_s - self.contention_s
 
     @property
     def samples_per_s(self) -> float:
@@ -108,13 +118,17 @@ def build_buckets(tensors: list[tuple[float, float]], bytes_per_element: float, 
 
 def predict_data_parallel(workload: Workload, single: StepPrediction, fabric: Fabric, grad_bytes: int,
                           bucket_cap_mb: float = DEFAULT_BUCKET_CAP_MB, accumulation_steps: int = 1,
-                          algorithm: str = "auto", overlap: bool = True) -> DataParallelPrediction:
+                          algorithm: str = "auto", overlap: bool = True,
+                          rank_step: StepPrediction | None = None) -> DataParallelPrediction:
     """One DDP step on `fabric`: `accumulation_steps` micro-steps of `single`, the last one all-reducing
     `grad_bytes`-byte gradients in buckets while its backward runs.
 
     `overlap=False` is for ranks that leave no core idle (CPU ranks whose threads fill the machine): the
-    backend's communication thread then takes its time from the backward, so nothing is hidden."""
-    tensors, backward_s = gradient_ready_times(workload, single)
+    backend's communication thread then takes its time from the backward, so nothing is hidden.
+    `rank_step` is one rank's step while the others run beside it (`socket_share.rank_profile`), where the
+    ranks share memory; scaling efficiency stays measured against `single`, one rank alone."""
+    own = rank_step or single
+    tensors, backward_s = gradient_ready_times(workload, own)
     clock = 0.0
     buckets = []
     for index, (count, nbytes, ready) in enumerate(build_buckets(tensors, grad_bytes, bucket_cap_mb * 2**20)):
@@ -123,6 +137,7 @@ def predict_data_parallel(workload: Workload, single: StepPrediction, fabric: Fa
         buckets.append(Bucket(index, count, nbytes, ready, start, clock))
     communication = sum(b.end_s - b.start_s for b in buckets)
     exposed = (max(0.0, clock - backward_s) if overlap else communication) if fabric.world > 1 else 0.0
-    step = accumulation_steps * single.step_time_s + exposed
+    step = accumulation_steps * own.step_time_s + exposed
     gradient_bytes = sum(b.bytes for b in buckets)
-    return DataParallelPrediction(single, fabric, accumulation_steps, gradient_bytes, backward_s, step, buckets)
+    return DataParallelPrediction(single, fabric, accumulation_steps, gradient_bytes, backward_s, step, buckets,
+                                  rank_step.step_time_s if rank_step else None)
