@@ -266,3 +266,20 @@ def test_an_op_alone_takes_the_back_to_back_call_costs(textbook):
     assert (layer.host_s, alone.host_s) == (pytest.approx(40e-6), pytest.approx(4e-6))
     # fixed cost beyond the host's share: 120 - 40 us in a model, 30 - 4 us alone; the work is the same
     assert layer.device_s - alone.device_s == pytest.approx((120e-6 - 40e-6) - (30e-6 - 4e-6))
+
+
+def test_a_few_row_product_whose_weight_comes_from_dram_streams_at_the_surfaces_dram_rate(textbook):
+    from roofline.model.gemm_cost import skinny_gemm_rate
+    from roofline.workload.ops import Linear
+
+    # 1-row products timed back to back: a 4 MB weight (1024^2 fp32) from cache at 20 GFLOP/s, a 64 MB one
+    # (4096^2) from DRAM at 10 GFLOP/s; the last-level cache holds 16 MB
+    llc = 16 * 2**20
+    levels = (*textbook.levels[:-2], replace(textbook.levels[-2], capacity_bytes=llc), textbook.levels[-1])
+    c = replace(textbook, levels=levels, skinny_gemm=((1, 1024, 20e9), (1, 4096, 10e9), (4, 1024, 40e9),
+                                                        (4, 4096, 20e9)))
+    view = Linear("fc", batch=1, in_features=1024, out_features=1024).gemm_views("forward")[0]
+    assert skinny_gemm_rate(view, c)[0] == pytest.approx(20e9)
+    # read from DRAM (a decode step), it runs as the first measured size whose weight did not fit: 4096
+    assert skinny_gemm_rate(view, c, cold_weight=True)[0] == pytest.approx(10e9)
+    assert "weight from DRAM" in skinny_gemm_rate(view, c, cold_weight=True)[1]

@@ -146,7 +146,7 @@ def test_validate_serve_times_transformers_generate(capsys, tmp_path):
                                 "vocab_size": 256, "max_position_embeddings": 128}))
     textbook = str(Path(__file__).resolve().parents[1] / "hardware_profiles" / "cpu" / "textbook-cpu.yaml")
     out = run_json(capsys, "validate", "--model", str(path), "--serve", "--hw", textbook, "--prompt-len", "8",
-                   "--output-len", "4", "--repeats", "1")
+                   "--output-len", "16", "--repeats", "3")
     run = out["runs"][0]
     for phase in ("prefill", "decode"):
         assert run[phase]["measured_s"] > 0 and run[phase]["predicted_s"] > 0

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.errors import MissingDependency
+from roofline.errors import MissingDependency, RooflineError
 from roofline.workload.llm.config import DecoderConfig
 
 
@@ -63,5 +63,9 @@ def time_generate(cfg: DecoderConfig, batch: int, prompt: int, output: int, repe
     prefill = tuple(run(1) for _ in range(repeats))
     request = tuple(run(output) for _ in range(repeats))
     p, r = statistics.median(prefill), statistics.median(request)
+    if r <= p:
+        raise RooflineError(f"generating {output} tokens took no longer than generating 1 ({r * 1e3:.1f} against "
+                            f"{p * 1e3:.1f} ms, median of {repeats}): the machine is too busy to time decode apart "
+                            "from prefill; rerun with more --repeats or a longer --output-len on an idle machine")
     return LiveServing(p, (r - p) / max(output - 1, 1), prefill, request, torch.get_num_threads(),
                        {"torch": torch.__version__, "transformers": transformers.__version__})

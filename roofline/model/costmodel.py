@@ -83,7 +83,7 @@ def _level_for(levels: tuple[Level, ...], working_set: float, is_gpu: bool) -> L
 
 
 def _gemm_view_s(op: Op, view: GemmView, pass_: str, ctx: CostContext, call_s: float, slow2d: bool,
-                 notes: list[Note]) -> tuple[float, float, str]:
+                 notes: list[Note], cold_weight: bool = False) -> tuple[float, float, str]:
     """(seconds, L2 panel bytes, path) of one GEMM view: a measured skinny or outer-product surface for a
     product that has one, else Hockney's fit to the calibrated GEMM curve (times a convolution kind's measured
     efficiency), else the peak under tile and wave quantization."""
@@ -91,7 +91,7 @@ def _gemm_view_s(op: Op, view: GemmView, pass_: str, ctx: CostContext, call_s: f
     rate, path, why = gemm_rate(op, view, ctx)
     notes.extend(why)
     kind = conv_kind(op) if isinstance(op, Conv2d) else None
-    skinny = skinny_gemm_rate(view, c) if kind is None and not why else None
+    skinny = skinny_gemm_rate(view, c, cold_weight) if kind is None and not why else None
     if skinny:
         # the surface was timed per torch call, dispatch included, which host_s charges already
         notes.append(Note("measured rate", skinny[1]))
@@ -145,14 +145,14 @@ def _vector_s(op: Op, pass_: str, ctx: CostContext, flops: float, call_s: float,
 
 
 def _compute_s(op: Op, views: list[GemmView], pass_: str, ctx: CostContext, flops: float, call_s: float,
-               slow2d: bool, notes: list[Note]) -> tuple[float, float, str]:
+               slow2d: bool, notes: list[Note], cold_weight: bool = False) -> tuple[float, float, str]:
     """(seconds, L2 panel bytes, path) of the arithmetic: the GEMM views' times summed, else the vector path."""
     if not views or (isinstance(op, Conv2d) and op.depthwise):
         seconds, path = _vector_s(op, pass_, ctx, flops, call_s, slow2d, notes)
         return seconds, 0.0, path
     compute_s, l2_bytes, path = 0.0, 0.0, ""
     for view in views:
-        t, panel, path = _gemm_view_s(op, view, pass_, ctx, call_s, slow2d, notes)
+        t, panel, path = _gemm_view_s(op, view, pass_, ctx, call_s, slow2d, notes, cold_weight)
         compute_s += t
         l2_bytes += panel
     return compute_s, l2_bytes, path
@@ -223,7 +223,8 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
         notes.append(Note("fallback convolution",
                           "PyTorch's batch-1 fallback convolution: im2col and one BLAS product, no oneDNN call"))
     views = op.gemm_views(pass_)
-    compute_s, l2_bytes, path = _compute_s(op, views, pass_, ctx, flops, call_s, slow2d, notes)
+    cold_weight = w_bytes > 0 and _level_for(c.levels, max(ctx.weight_reuse_bytes, w_bytes), c.is_gpu) is c.levels[-1]
+    compute_s, l2_bytes, path = _compute_s(op, views, pass_, ctx, flops, call_s, slow2d, notes, cold_weight)
     act_bytes += _transposed_bytes(op, ctx, path, act_bytes, notes)
     memory_s, level_name = _memory_s(op, bool(views), pass_, ctx, act_bytes, w_bytes, l2_bytes, notes)
     host_s = call_s * launches * ctx.host_call_factor

@@ -12,6 +12,9 @@ from roofline.model.notes import Note
 from roofline.workload.ops.base import GemmView, Op
 from roofline.workload.ops.conv import Conv2d
 
+SURFACE_ELEMENT_BYTES = 4
+"""The skinny and outer-product surfaces are timed in fp32."""
+
 LOAD_ALIGNMENT_BYTES = 16
 """Widest vector load a tensor-core GEMM kernel issues (128-bit LDG/LDS); alignment_elements x dtype
 bytes equals this on every NVIDIA profile shipped. Fewer aligned bytes -> proportionally more loads."""
@@ -103,19 +106,31 @@ def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext) -> tuple[float
     return best[1], best[2], best[3], best[4]
 
 
-def skinny_gemm_rate(view: GemmView, c: Ceilings) -> tuple[float, str] | None:
+def skinny_gemm_rate(view: GemmView, c: Ceilings, cold_weight: bool = False) -> tuple[float, str] | None:
     """The measured rate for a view whose smallest dimension a measured surface covers (1 to 64), at the
     geometric mean of the other two dimensions, with the note that says which; None otherwise. A short
     inner dimension (a weight gradient at a small batch) writes a large output from little work and has
     its own surface; a few rows or columns (a small batch through a layer) stream the weight: the few-rows
-    surface."""
+    surface.
+
+    `cold_weight`: the weight comes from DRAM in this step (a decode step reads every weight once). The
+    surface's points were timed back to back, so those whose weight fits the last-level cache read it from
+    there; such a product is read at least at the first size whose weight did not fit (measured here: a
+    1-row product streams a 67 MB weight at 22 GB/s against a 31 GB/s copy, and a 4 MB one from cache at 45)."""
     small = min(view.m, view.n, view.k)
     outer = view.k == small and view.k < min(view.m, view.n) and bool(c.outer_gemm)
     surface = c.outer_gemm if outer else c.skinny_gemm
     if not surface or small <= 0:
         return None
-    rate = skinny_rate(surface, float(small), math.sqrt(float(view.m) * float(view.n) * float(view.k) / small))
+    other = math.sqrt(float(view.m) * float(view.n) * float(view.k) / small)
+    if cold_weight and not outer and len(c.levels) > 1:
+        llc = c.levels[-2].capacity_bytes
+        beyond = [o for _, o, _ in surface if o * o * SURFACE_ELEMENT_BYTES > llc]
+        if beyond:
+            other = max(other, float(min(beyond)))
+    rate = skinny_rate(surface, float(small), other)
     if rate is None:
         return None
     what = f"inner dimension {small}: measured outer-product" if outer else f"{small}-row product: measured skinny-GEMM"
-    return rate, f"{what} rate {rate / 1e9:.3g} GFLOP/s"
+    where = " (weight from DRAM)" if cold_weight and not outer else ""
+    return rate, f"{what} rate {rate / 1e9:.3g} GFLOP/s{where}"
