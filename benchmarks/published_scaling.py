@@ -23,7 +23,8 @@ sys.path.insert(0, str(ROOT))
 
 DATASET = ROOT / "benchmarks" / "published" / "scaling.yaml"
 
-GROUPING = {"pytorch-ddp": "ddp", "horovod": "horovod", "apex-ddp-unbucketed": "unbucketed", "paddle-fleet": "ddp"}
+GROUPING = {"pytorch-ddp": "ddp", "horovod": "horovod", "apex-ddp-unbucketed": "unbucketed", "paddle-fleet": "ddp",
+            "tf-replicated-nccl": "per-tensor"}
 """A source's all-reduce library -> how it groups gradients (roofline.model.comm.data_parallel.GROUPINGS).
 Paddle's fused all-reduce grouping was not read from a source; it is priced as DDP's buckets."""
 

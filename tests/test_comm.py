@@ -95,6 +95,13 @@ def test_unbucketed_allreduces_everything_once_at_the_end():
     assert group == (10, 10 * 2 * 2**20, 9.0)
 
 
+def test_per_tensor_allreduces_each_gradient_when_it_is_ready():
+    # tf_cnn_benchmarks' replicated mode: 3 tensors of 1 Mi fp32 elements -> three 4 MiB all-reduces
+    tensors = [(2**20, 0.5), (2**20, 1.5), (2**20, 2.5)]
+    assert GROUPINGS["per-tensor"](tensors, 4, 25 * 2**20) == [(1, 4 * 2**20, 0.5), (1, 4 * 2**20, 1.5),
+                                                              (1, 4 * 2**20, 2.5)]
+
+
 def test_measured_step_stretches_the_backward_and_the_reference():
     # the same DDP step against a one-GPU step twice as long: every bucket ready twice as late, and the
     # efficiency is measured step / (measured step + exposed)

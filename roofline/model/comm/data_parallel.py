@@ -153,8 +153,16 @@ def _unbucketed(tensors: list[tuple[float, float]], bytes_per_element: float,
     return build_buckets(tensors, bytes_per_element, math.inf, first_cap_bytes=math.inf)
 
 
+def _per_tensor(tensors: list[tuple[float, float]], bytes_per_element: float,
+                cap_bytes: float) -> list[tuple[int, float, float]]:
+    """tf_cnn_benchmarks' replicated mode: one NCCL all-reduce per gradient as it is produced
+    (tensorflow/benchmarks@9165a70e36b86bb665abd6e195f91cc28c4e600d:scripts/tf_cnn_benchmarks/variable_mgr.py,
+    sum_gradients_all_reduce: `nccl.all_sum` for each variable's gradients)."""
+    return [(1, elements * bytes_per_element, ready) for elements, ready in tensors]
+
+
 GROUPINGS: dict[str, Callable[[list[tuple[float, float]], float, float], list[tuple[int, float, float]]]] = {
-    "ddp": _ddp_buckets, "horovod": _horovod_buffers, "unbucketed": _unbucketed}
+    "ddp": _ddp_buckets, "horovod": _horovod_buffers, "unbucketed": _unbucketed, "per-tensor": _per_tensor}
 """How a data-parallel library groups gradients into all-reduces: (tensors, bytes per element, cap) -> groups."""
 
 
