@@ -78,9 +78,11 @@ def compare_scaling(dataset: Path = DATASET) -> dict[str, Any]:
     rows = []
     for row in data["rows"]:
         measured = row.get("efficiency") or row["throughput_n"] / (row["gpus"] * row["throughput_1"])
-        predicted = predicted_efficiency(row, data["sources"][row["source"]]["allreduce"])
+        allreduce = data["sources"][row["source"]]["allreduce"]
+        predicted = predicted_efficiency(row, allreduce)
         rows.append({**row, "held_out": data["sources"][row["source"]]["held_out"], "measured_efficiency": measured,
-                     "predicted_efficiency": predicted, "error_points": 100 * (predicted - measured)})
+                     "predicted_efficiency": predicted, "error_points": 100 * (predicted - measured),
+                     "grouping": GROUPING[allreduce], "single_step_s": measured_single_step_s(row)})
     bus = [{**row, "predicted_bus_bandwidth_bytes_per_s": predicted_bus_bandwidth(row),
             "error_pct": 100 * (predicted_bus_bandwidth(row) / row["bus_bandwidth_bytes_per_s"] - 1)}
            for row in data.get("bus_bandwidth", [])]
