@@ -171,7 +171,9 @@ def at_measured_step(single: StepPrediction, step_time_s: float) -> StepPredicti
     backward keeps the model's shape (which gradient is ready when) and the measured length."""
     scale = step_time_s / single.step_time_s
     ops = [replace(o, device_s=o.device_s * scale, host_s=o.host_s * scale) for o in single.ops]
-    return replace(single, step_time_s=step_time_s, ops=ops)
+    parts = {name: getattr(single, name) * scale
+             for name in ("host_s", "device_s", "transfer_s", "sync_s", "optimizer_s", "amp_cast_s")}
+    return replace(single, step_time_s=step_time_s, ops=ops, **parts)
 
 
 def predict_data_parallel(workload: Workload, single: StepPrediction, fabric: Fabric, grad_bytes: int,
