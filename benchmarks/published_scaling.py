@@ -23,11 +23,22 @@ sys.path.insert(0, str(ROOT))
 
 DATASET = ROOT / "benchmarks" / "published" / "scaling.yaml"
 
+GROUPING = {"pytorch-ddp": "ddp", "horovod": "horovod", "apex-ddp-unbucketed": "unbucketed", "paddle-fleet": "ddp",
+            "tf-replicated-nccl": "per-tensor"}
+"""A source's all-reduce library -> how it groups gradients (roofline.model.comm.data_parallel.GROUPINGS).
+Paddle's fused all-reduce grouping was not read from a source; it is priced as DDP's buckets."""
 
-def predicted_efficiency(row: dict[str, Any]) -> float:
+
+def measured_single_step_s(row: dict[str, Any]) -> float | None:
+    """The one-GPU step the source measured (per-GPU batch / its one-GPU throughput), or None."""
+    throughput = row.get("throughput_1") or row.get("single_gpu_throughput")
+    return row["per_gpu_batch"] / throughput if throughput else None
+
+
+def predicted_efficiency(row: dict[str, Any], allreduce: str = "pytorch-ddp") -> float:
     from roofline.hardware import find_profile
     from roofline.hardware.fabric_load import find_link, find_node
-    from roofline.model.comm.data_parallel import predict_data_parallel
+    from roofline.model.comm.data_parallel import at_measured_step, predict_data_parallel
     from roofline.model.comm.fabric import node_fabric
     from roofline.model.step import StepOptions, predict_step
     from roofline.workload.precision import get_precision
@@ -39,8 +50,13 @@ def predicted_efficiency(row: dict[str, Any]) -> float:
     single = predict_step(workload, find_profile(node.gpu, kind="gpu"), precision,
                           StepOptions(train=True, optimizer="momentum"))
     nic = find_link(node.nic_link) if node.nic_link else None
-    fabric = node_fabric(node, find_link(node.intra_link), nic, row["gpus"])
-    return predict_data_parallel(workload, single, fabric, precision.master_weight_bytes).scaling_efficiency
+    nodes = row.get("nodes", 1)
+    fabric = node_fabric(node, find_link(node.intra_link), nic, row["gpus"] // nodes, nodes)
+    measured = measured_single_step_s(row)
+    if measured is not None:
+        single = at_measured_step(single, measured)
+    return predict_data_parallel(workload, single, fabric, precision.master_weight_bytes,
+                                 grouping=GROUPING[allreduce]).scaling_efficiency
 
 
 def _summary(errors: list[float]) -> dict[str, Any]:
@@ -61,14 +77,16 @@ def compare_scaling(dataset: Path = DATASET) -> dict[str, Any]:
     data = yaml.safe_load(dataset.read_text())
     rows = []
     for row in data["rows"]:
-        measured = row["throughput_n"] / (row["gpus"] * row["throughput_1"])
-        predicted = predicted_efficiency(row)
+        measured = row.get("efficiency") or row["throughput_n"] / (row["gpus"] * row["throughput_1"])
+        allreduce = data["sources"][row["source"]]["allreduce"]
+        predicted = predicted_efficiency(row, allreduce)
         rows.append({**row, "held_out": data["sources"][row["source"]]["held_out"], "measured_efficiency": measured,
-                     "predicted_efficiency": predicted, "error_points": 100 * (predicted - measured)})
+                     "predicted_efficiency": predicted, "error_points": 100 * (predicted - measured),
+                     "grouping": GROUPING[allreduce], "single_step_s": measured_single_step_s(row)})
     bus = [{**row, "predicted_bus_bandwidth_bytes_per_s": predicted_bus_bandwidth(row),
             "error_pct": 100 * (predicted_bus_bandwidth(row) / row["bus_bandwidth_bytes_per_s"] - 1)}
            for row in data.get("bus_bandwidth", [])]
-    return {"dataset": str(dataset.relative_to(ROOT)), "rows": rows, "bus_bandwidth": bus,
+    return {"dataset": str(dataset.resolve().relative_to(ROOT)), "rows": rows, "bus_bandwidth": bus,
             "comparison": _summary([r["error_points"] for r in rows if not r["held_out"]]),
             "held_out": _summary([r["error_points"] for r in rows if r["held_out"]])}
 

@@ -18,7 +18,12 @@ from roofline.model.comm.collectives import (
     ring_allreduce_s,
     ring_reduce_scatter_s,
 )
-from roofline.model.comm.data_parallel import FIRST_BUCKET_BYTES, build_buckets
+from roofline.model.comm.data_parallel import (
+    FIRST_BUCKET_BYTES,
+    GROUPINGS,
+    build_buckets,
+    build_fusion_buffers,
+)
 from roofline.model.comm.fabric import node_fabric
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,6 +78,49 @@ def test_buckets_fill_in_order_first_one_small():
     assert [b[0] for b in buckets] == [1, 7, 2]
     assert buckets[0][1] == 4 * 2**20 and FIRST_BUCKET_BYTES == 2**20
     assert [b[2] for b in buckets] == [0.0, 7.0, 9.0]  # ready when the last tensor is
+
+
+def test_horovod_fusion_never_overfills_its_buffer():
+    # 20 MiB tensors (5 Mi elements x 4 B) into 64 MiB: 3 fit (60 MiB), a 4th would make 80 -> new buffer;
+    # a 100 MiB tensor is all-reduced alone
+    tensors = [(5 * 2**20, 0.0)] * 4 + [(25 * 2**20, 1.0), (5 * 2**20, 2.0)]
+    buffers = build_fusion_buffers(tensors, 4)
+    assert [b[0] for b in buffers] == [3, 1, 1, 1]
+    assert [b[1] / 2**20 for b in buffers] == [60, 20, 100, 20]
+
+
+def test_unbucketed_allreduces_everything_once_at_the_end():
+    tensors = [(2**20, float(i)) for i in range(10)]
+    (group,) = GROUPINGS["unbucketed"](tensors, 2, 25 * 2**20)
+    assert group == (10, 10 * 2 * 2**20, 9.0)
+
+
+def test_per_tensor_allreduces_each_gradient_when_it_is_ready():
+    # tf_cnn_benchmarks' replicated mode: 3 tensors of 1 Mi fp32 elements -> three 4 MiB all-reduces
+    tensors = [(2**20, 0.5), (2**20, 1.5), (2**20, 2.5)]
+    assert GROUPINGS["per-tensor"](tensors, 4, 25 * 2**20) == [(1, 4 * 2**20, 0.5), (1, 4 * 2**20, 1.5),
+                                                              (1, 4 * 2**20, 2.5)]
+
+
+def test_measured_step_stretches_the_backward_and_the_reference():
+    # the same DDP step against a one-GPU step twice as long: every bucket ready twice as late, and the
+    # efficiency is measured step / (measured step + exposed)
+    from roofline.hardware import find_profile
+    from roofline.model.comm.data_parallel import at_measured_step, predict_data_parallel
+    from roofline.model.step import StepOptions, predict_step
+    from roofline.workload.precision import get_precision
+    from roofline.workload.zoo import build_workload
+
+    w = build_workload("mlp", 8)
+    single = predict_step(w, find_profile("v100"), get_precision("fp32"), StepOptions(train=True))
+    slow = at_measured_step(single, 2 * single.step_time_s)
+    assert slow.step_time_s == pytest.approx(2 * single.step_time_s)
+    fast_dp = predict_data_parallel(w, single, flat(2, 1e12), 4)
+    slow_dp = predict_data_parallel(w, slow, flat(2, 1e12), 4)
+    assert slow_dp.backward_s == pytest.approx(2 * fast_dp.backward_s)
+    assert [b.ready_s for b in slow_dp.buckets] == pytest.approx([2 * b.ready_s for b in fast_dp.buckets])
+    exposed = slow_dp.step_time_s - slow.step_time_s
+    assert slow_dp.scaling_efficiency == pytest.approx(slow.step_time_s / (slow.step_time_s + exposed))
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:

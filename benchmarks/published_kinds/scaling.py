@@ -33,12 +33,15 @@ def _targets(result: dict[str, Any]) -> list[dict[str, Any]]:
 def _markdown(result: dict[str, Any], targets: list[dict[str, Any]]) -> str:
     lines = ["# Data-parallel scaling: predicted vs published", "",
              f"Dataset: {result['dataset']}; efficiency = N-GPU throughput / (N x 1-GPU throughput); "
-             "error = predicted - published, in percentage points.", "",
-             "| source | node | precision | batch per GPU | GPUs | published | predicted | error |",
-             "|---|---|---|---:|---:|---:|---:|---:|"]
+             "error = predicted - published, in percentage points. Gradients grouped as the source's library "
+             "does; communication priced against the one-GPU step the source measured.", "",
+             "| source | node | precision | batch per GPU | GPUs | grouping | one-GPU step | published | predicted "
+             "| error |",
+             "|---|---|---|---:|---:|---|---:|---:|---:|---:|"]
     for r in result["rows"]:
         lines.append(f"| {r['source']}{' (held out)' if r['held_out'] else ''} | {r['node']} | {r['precision']} | "
-                     f"{r['per_gpu_batch']} | {r['gpus']} | {100 * r['measured_efficiency']:.1f}% | "
+                     f"{r['per_gpu_batch']} | {r['gpus']} | {r['grouping']} | {1e3 * r['single_step_s']:.0f} ms | "
+                     f"{100 * r['measured_efficiency']:.1f}% | "
                      f"{100 * r['predicted_efficiency']:.1f}% | {r['error_points']:+.1f} |")
     lines += ["", "| target | value | met |", "|---|---:|---|"]
     lines += [f"| {t['target']} | {t['value']:.1f} | {'yes' if t['met'] else 'NO'} |" for t in targets]

@@ -8,13 +8,21 @@ written its all-reduce is launched, on the communication stream, behind the ones
 overlaps the rest of the backward pass and what is left when the backward ends is exposed. Under gradient
 accumulation (`no_sync()` on all micro-steps but the last) only the last micro-step communicates.
 
+Other libraries group gradients differently (`GROUPINGS`): Horovod's Tensor Fusion packs the tensors ready
+at a moment into one 64 MB buffer, never past it; apex's DistributedDataParallel(shared_param=True) does not
+bucket at all and all-reduces everything once the backward has ended. `at_measured_step` prices the
+communication against a measured one-GPU step instead of the predicted one, so that a published scaling
+row tests the multi-GPU model and not the single-device one.
+
 What this does not model: the contention between the all-reduce kernels and the backward kernels for SMs
 and memory bandwidth on a GPU (the overlap is taken as free), and DDP's own bookkeeping per bucket.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from roofline.model.comm.collectives import Fabric, allreduce_s
 from roofline.model.step import StepPrediction
@@ -25,6 +33,10 @@ FIRST_BUCKET_BYTES = 1024 * 1024
 
 DEFAULT_BUCKET_CAP_MB = 25.0
 """DistributedDataParallel's `bucket_cap_mb` default (MiB)."""
+
+HOROVOD_FUSION_THRESHOLD_BYTES = 64 * 2**20
+"""Horovod's default fusion buffer, 'Default fusion buffer size is 64 MB'
+(horovod/horovod@da1b3a522741d56f5fb20116df6976415169ba17:docs/tensor-fusion.md)."""
 
 
 @dataclass(frozen=True)
@@ -116,10 +128,68 @@ def build_buckets(tensors: list[tuple[float, float]], bytes_per_element: float, 
     return buckets
 
 
+def build_fusion_buffers(tensors: list[tuple[float, float]], bytes_per_element: float,
+                         threshold_bytes: float = HOROVOD_FUSION_THRESHOLD_BYTES) -> list[tuple[int, float, float]]:
+    """Horovod's Tensor Fusion: in ready order, 'select first few tensors that fit in HOROVOD_FUSION_THRESHOLD
+    bytes' (docs/tensor-fusion.md above); a tensor larger than the buffer is all-reduced alone."""
+    buffers: list[tuple[int, float, float]] = []
+    count, size, ready = 0, 0.0, 0.0
+    for elements, ready_s in tensors:
+        nbytes = elements * bytes_per_element
+        if count and size + nbytes > threshold_bytes:
+            buffers.append((count, size, ready))
+            count, size, ready = 0, 0.0, 0.0
+        count, size, ready = count + 1, size + nbytes, max(ready, ready_s)
+    if count:
+        buffers.append((count, size, ready))
+    return buffers
+
+
+def _ddp_buckets(tensors: list[tuple[float, float]], bytes_per_element: float,
+                 cap_bytes: float) -> list[tuple[int, float, float]]:
+    return build_buckets(tensors, bytes_per_element, cap_bytes)
+
+
+def _horovod_buffers(tensors: list[tuple[float, float]], bytes_per_element: float,
+                     cap_bytes: float) -> list[tuple[int, float, float]]:
+    return build_fusion_buffers(tensors, bytes_per_element)
+
+
+def _unbucketed(tensors: list[tuple[float, float]], bytes_per_element: float,
+                cap_bytes: float) -> list[tuple[int, float, float]]:
+    """apex DistributedDataParallel(shared_param=True): 'shared param turns off bucketing in DDP'
+    (NVIDIA/DeepLearningExamples@147c37049e76daeeda8b6a313b040ac51aeabe4b:PyTorch/Classification/RN50v1.5/main.py):
+    one all-reduce of every gradient once the backward has ended."""
+    return build_buckets(tensors, bytes_per_element, math.inf, first_cap_bytes=math.inf)
+
+
+def _per_tensor(tensors: list[tuple[float, float]], bytes_per_element: float,
+                cap_bytes: float) -> list[tuple[int, float, float]]:
+    """tf_cnn_benchmarks' replicated mode: one NCCL all-reduce per gradient as it is produced
+    (tensorflow/benchmarks@9165a70e36b86bb665abd6e195f91cc28c4e600d:scripts/tf_cnn_benchmarks/variable_mgr.py,
+    sum_gradients_all_reduce: `nccl.all_sum` for each variable's gradients)."""
+    return [(1, elements * bytes_per_element, ready) for elements, ready in tensors]
+
+
+GROUPINGS: dict[str, Callable[[list[tuple[float, float]], float, float], list[tuple[int, float, float]]]] = {
+    "ddp": _ddp_buckets, "horovod": _horovod_buffers, "unbucketed": _unbucketed, "per-tensor": _per_tensor}
+"""How a data-parallel library groups gradients into all-reduces: (tensors, bytes per element, cap) -> groups."""
+
+
+def at_measured_step(single: StepPrediction, step_time_s: float) -> StepPrediction:
+    """`single` stretched to a measured one-GPU step: every op's time scaled by measured / predicted, so the
+    backward keeps the model's shape (which gradient is ready when) and the measured length."""
+    scale = step_time_s / single.step_time_s
+    ops = [replace(o, device_s=o.device_s * scale, host_s=o.host_s * scale) for o in single.ops]
+    parts = {name: getattr(single, name) * scale
+             for name in ("host_s", "device_s", "transfer_s", "sync_s", "optimizer_s", "amp_cast_s")}
+    return replace(single, step_time_s=step_time_s, ops=ops, **parts)
+
+
 def predict_data_parallel(workload: Workload, single: StepPrediction, fabric: Fabric, grad_bytes: int,
                           bucket_cap_mb: float = DEFAULT_BUCKET_CAP_MB, accumulation_steps: int = 1,
                           algorithm: str = "auto", overlap: bool = True,
-                          rank_step: StepPrediction | None = None) -> DataParallelPrediction:
+                          grouping: str = "ddp", rank_step: StepPrediction | None = None) -> DataParallelPrediction:
     """One DDP step on `fabric`: `accumulation_steps` micro-steps of `single`, the last one all-reducing
     `grad_bytes`-byte gradients in buckets while its backward runs.
 
@@ -131,7 +201,8 @@ def predict_data_parallel(workload: Workload, single: StepPrediction, fabric: Fa
     tensors, backward_s = gradient_ready_times(workload, own)
     clock = 0.0
     buckets = []
-    for index, (count, nbytes, ready) in enumerate(build_buckets(tensors, grad_bytes, bucket_cap_mb * 2**20)):
+    groups = GROUPINGS[grouping](tensors, grad_bytes, bucket_cap_mb * 2**20)
+    for index, (count, nbytes, ready) in enumerate(groups):
         start = max(ready, clock)
         clock = start + allreduce_s(nbytes, fabric, algorithm)
         buckets.append(Bucket(index, count, nbytes, ready, start, clock))
