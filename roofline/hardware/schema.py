@@ -236,7 +236,8 @@ class Measured(_Strict):
     sync_s: NonNegative | None = None
     unsteady: Annotated[dict[Text, NonNegative], Field(max_length=MAX_TABLE)] = {}
     """Probe label -> how far apart its rounds' medians lay ((slowest - fastest) / fastest), for the figures
-    that could not be measured within `roofline.measure.rounds.STEADY_LIMIT`: each keeps its slowest round."""
+    that could not be measured within `roofline.measure.rounds.STEADY_LIMIT`: each keeps the upper median of
+    its rounds (`roofline.measure.timing.Measurement.steadied`)."""
     environment: Annotated[dict[Key, Text | int | float | None], Field(max_length=MAX_TABLE)]
     """CPU/GPU model, driver, library versions, threads, date: a calibration applies only here."""
 

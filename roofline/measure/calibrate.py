@@ -433,7 +433,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
         profile = profile.model_copy(update={"measured": measured})
     warnings += [w for m in measurements for w in m.warnings]
     warnings += [f"{label}: its rounds' medians lie {spread:.0%} apart (over {STEADY_LIMIT:.0%}): the machine's "
-                 "speed varied while it was measured; the slowest round is kept"
+                 "speed varied while it was measured; its middle round is kept (the slower of two)"
                  for label, spread in sorted(unsteady.items())]
     details["elapsed_s"] = time.perf_counter() - started
     details["overheads"] = {"framework_dispatch_s": tiny.median, "kernel_launch_s": measured.kernel_launch_s,

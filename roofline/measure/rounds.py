@@ -25,8 +25,8 @@ from roofline.measure.timing import Measurement, pooled
 ROUNDS = 3
 STEADY_LIMIT = 0.10
 """Rounds whose medians lie further apart than this mark a figure that cannot be measured steadily now: two
-calibrations back to back should agree within it (issue 16), and a figure that cannot keeps its slowest round
-(`Measurement.steadied`) and is listed in the profile's `measured.unsteady`."""
+calibrations back to back should agree within it (issue 16), and a figure that cannot keeps its middle round,
+slower than its fastest (`Measurement.steadied`), and is listed in the profile's `measured.unsteady`."""
 DISPATCH_BUDGET_S = 0.2
 """Seconds per probe of `kernels.dispatch_by_kind`, over all rounds."""
 
@@ -97,7 +97,7 @@ class RoundProbes:
         self.back_to_back = pooled(self.back_to_back, back_to_back)
 
     def steady(self, limit: float = STEADY_LIMIT) -> dict[str, float]:
-        """Replace every pooled figure whose rounds disagree by more than `limit` with its slowest round, and
+        """Replace every pooled figure whose rounds disagree by more than `limit` with its middle round, and
         return those figures' labels with how far apart their rounds were."""
         unsteady: dict[str, float] = {}
 
