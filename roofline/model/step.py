@@ -11,19 +11,23 @@ so host and compute add up. The input batch crosses the host link each step; wit
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 
+from roofline.errors import RooflineError
 from roofline.hardware.runtime import EAGER_CUDA, load_runtime
-from roofline.hardware.schema import Profile
+from roofline.hardware.schema import GpuProfile, Profile
 from roofline.model.ceilings import Ceilings, ceilings_for
 from roofline.model.context import CostContext
 from roofline.model.costmodel import OpCost, op_cost, with_first_touch
 from roofline.model.cpu_runtime.heap_requests import first_touch_bytes
+from roofline.model.fp32_math import DEFAULT_FP32_MATH, get_fp32_math
 from roofline.model.memory import MemoryBreakdown, default_reserve_bytes, memory_breakdown
 from roofline.model.notes import Note
+from roofline.workload.ops.attention import ATTENTION_PATHS, with_eager_attention
 from roofline.workload.ops.base import PASSES, Op, Workload
-from roofline.workload.precision import Precision
+from roofline.workload.ops.conv import Conv2d
+from roofline.workload.precision import PRECISIONS, Precision
 
 OPTIMIZER_TRAFFIC = {
     # name: (fp32 tensors read, fp32 tensors written, FLOPs per parameter, ops per parameter tensor)
@@ -67,6 +71,12 @@ class StepOptions:
     the datasheet roofline alone, as the cost model's closed-form tests use it."""
     heap_kept: bool = False
     """CPU: the process keeps its C heap (cpu_runtime.heap_setting), so no request takes fresh pages."""
+    fp32_math: str = DEFAULT_FP32_MATH
+    """Which fp32 products run on TF32 tensor cores where the GPU has them (`roofline.model.fp32_math`): the
+    current PyTorch default takes convolutions there and leaves matrix products in IEEE fp32."""
+    attention: str = "fused"
+    """How self-attention runs (`ATTENTION_PATHS`): one fused kernel (scaled_dot_product_attention), or the
+    eager kernels of an implementation that writes the scores out (`with_eager_attention`)."""
 
 
 @dataclass(frozen=True)
@@ -150,10 +160,12 @@ def written_bytes(ops: list[Op], passes: tuple[str, ...], activation_bytes: int,
     return total
 
 
-def op_costs(ops: list[Op], passes: tuple[str, ...], ctx: CostContext) -> list[OpCost]:
-    """Every pass of every op, in execution order. Models repeat layers of one shape (ResNet-50's 175 ops
-    have 49 distinct shapes, BERT's 227 have 17), and a cost is a pure function of shape, pass and
-    context, so each distinct one is computed once and renamed for its other occurrences."""
+def op_costs(ops: list[Op], passes: tuple[str, ...], ctx: CostContext,
+             context_for: Callable[[Op], CostContext] | None = None) -> list[OpCost]:
+    """Every pass of every op, in execution order, each in `context_for(op)` (default `ctx`). Models repeat
+    layers of one shape (ResNet-50's 175 ops have 49 distinct shapes, BERT's 227 have 17), and a cost is a
+    pure function of shape, pass and context (which depends on the op's type only), so each distinct one is
+    computed once and renamed for its other occurrences."""
     memo: dict[Hashable, OpCost] = {}
     out = []
     for pass_, op in executed(ops, passes):
@@ -163,13 +175,33 @@ def op_costs(ops: list[Op], passes: tuple[str, ...], ctx: CostContext) -> list[O
         except TypeError:  # a field that cannot be hashed: cost it every time
             key = cost = None
         if cost is None:
-            cost = op_cost(op, pass_, ctx)
+            cost = op_cost(op, pass_, context_for(op) if context_for else ctx)
             if key is not None:
                 memo[key] = cost
         elif cost.name != op.name:
             cost = replace(cost, name=op.name)
         out.append(cost)
     return out
+
+
+def tf32_context_for(profile: Profile, precision: Precision, options: StepOptions,
+                     ctx: CostContext) -> Callable[[Op], CostContext] | None:
+    """Where an fp32 step's products run, op by op (`roofline.model.fp32_math`): convolutions and matrix
+    products the mode sends to TF32 are priced with the profile's TF32 tensor-core ceilings, everything else
+    (a depthwise convolution has no reduction for a tensor core either) with fp32's; None when nothing moves
+    (another precision, a device without TF32 tensor cores, or IEEE fp32 asked for)."""
+    math = get_fp32_math(options.fp32_math)
+    if (precision.name != "fp32" or not isinstance(profile, GpuProfile) or "tf32" not in profile.tensor_cores
+            or not (math.convolutions_tf32 or math.matmuls_tf32)):
+        return None
+    tf32 = replace(ctx, ceilings=ceilings_for(profile, PRECISIONS["tf32"], options.runtime))
+
+    def context_for(op: Op) -> CostContext:
+        if isinstance(op, Conv2d):
+            return tf32 if math.convolutions_tf32 and not op.depthwise else ctx
+        return tf32 if math.matmuls_tf32 and op.gemm_views("forward") else ctx
+
+    return context_for
 
 
 def _param_tensors(workload: Workload) -> int:
@@ -202,6 +234,10 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
                  options: StepOptions | None = None) -> StepPrediction:
     """Predict the time and memory of one step of `workload` on `profile` at `precision`."""
     opts = options or StepOptions()
+    if opts.attention not in ATTENTION_PATHS:
+        raise RooflineError(f"attention '{opts.attention}': expected one of {', '.join(ATTENTION_PATHS)}")
+    if opts.attention == "eager":
+        workload = with_eager_attention(workload)
     c = ceilings_for(profile, precision, opts.runtime)
     params = float(workload.params())
     amp = precision.master_weight_bytes > precision.storage_bytes
@@ -213,7 +249,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     factor = load_runtime(opts.runtime).training_host_factor.value if training_gpu else 1.0
     ctx = CostContext(c, precision.storage_bytes, weight_bytes, weight_reuse_bytes=reuse,
                       channels_last=opts.channels_last, host_call_factor=factor)
-    costs = op_costs(ops, passes, ctx)
+    costs = op_costs(ops, passes, ctx, tf32_context_for(profile, precision, opts, ctx))
     if c.page_fault_bytes_per_s and c.cpu_runtime is not None and c.cpu_runtime.glibc_heap and not opts.heap_kept:
         fresh = first_touch_bytes(executed(ops, passes), workload.flow(), opts.train, ctx, c.cpu_runtime.page_bytes)
         costs = [with_first_touch(cost, b, c.page_fault_bytes_per_s) for cost, b in zip(costs, fresh, strict=True)]
