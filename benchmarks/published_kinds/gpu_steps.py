@@ -53,7 +53,9 @@ class GpuStepRow(BaseModel):
     seq_len: int | None = Field(default=None, ge=1)
     data: Literal["synthetic-device", "loader"]
     channels_last: bool = False
-    optimizer: Literal["sgd", "momentum", "adam", "none"] | None = None
+    optimizer: Literal["sgd", "momentum", "adam", "adam-unfused", "none"] | None = None
+    norm_reads: int = Field(default=0, ge=0)
+    """Host reads of the gradients' norm per step (`StepOptions.norm_reads`)."""
     pytorch: str | None = None
     """The PyTorch version the source names (MAJOR.MINOR), None for another framework or none stated."""
     ngc_container: bool = False
@@ -99,7 +101,7 @@ def _predict(row: GpuStepRow) -> tuple[float, Any, str, str]:
     optimizer = row.optimizer if row.optimizer not in (None, "none") else "sgd"
     opts = StepOptions(train=row.mode == "train", optimizer=optimizer, pinned=on_loader, include_transfer=on_loader,
                        channels_last=row.channels_last, sync_points=SYNC_POINTS_PER_STEP, fp32_math=row.fp32_math,
-                       attention=row.attention)
+                       attention=row.attention, norm_reads=row.norm_reads)
     pred = predict_step(workload, profile, get_precision(row.precision), opts)
     step_s = pred.step_time_s - (pred.optimizer_s if row.optimizer == "none" else 0.0)
     return step_s, pred, spec.family, profile.architecture.split()[0]

@@ -34,8 +34,17 @@ OPTIMIZER_TRAFFIC = {
     "sgd": (2, 1, 2, 1),  # w -= lr * g
     "momentum": (3, 2, 4, 2),  # buf = mu * buf + g; w -= lr * buf
     "adam": (4, 3, 12, 8),  # m, v moving averages, bias correction, w -= lr * m / (sqrt(v) + eps)
+    # Adam as a Python loop of one-tensor ops, BertAdam in NVIDIA DeepLearningExamples'
+    # PyTorch/LanguageModeling/BERT/optimization.py: m.mul_, m.add_, v.mul_, v.addcmul_, v.sqrt(), + eps,
+    # m / denom, weight_decay * w, update +=, lr * update, -update, w.add_: 12 kernels, each reading and writing
+    # whole tensors (17 fp32 reads, 12 writes per parameter)
+    "adam-unfused": (17, 12, 12, 12),
 }
 """Per-parameter work of one optimizer update, from the update rules in torch.optim's single-tensor loops."""
+
+PER_TENSOR_OPTIMIZERS = frozenset({"adam-unfused"})
+"""Optimizers that launch each of their kernels once per parameter tensor from Python (no foreach batching):
+their host time is one layer call's dispatch per kernel, not the measured foreach loop."""
 
 PAGEABLE_STAGING_COPIES = 2
 """A copy from pageable memory is two serial copies: a host memcpy into a pinned staging buffer, then the
@@ -65,6 +74,11 @@ class StepOptions:
     reserve_bytes: float | None = None
     channels_last: bool = False
     """Convolution activations in NHWC, so tensor-core convolutions need no layout transposes."""
+    norm_reads: int = 0
+    """Host reads of the gradients' global norm between the backward pass and the update: a norm kernel over
+    the fp32 gradients whose result `.item()` brings to the host, so the host waits for the backward to drain
+    before it queues the update (NVIDIA DeepLearningExamples' BERT run_squad.py: GradientClipper.step reads
+    multi_tensor_l2norm's result, then BertAdam.step reads it again)."""
     runtime: str | None = EAGER_CUDA
     """The framework runtime whose measured costs price a GPU step (`roofline.hardware.runtime`): host time per
     layer call, kernel streaming rates, sustained GEMM shares, GradScaler and the training loop's Python. None:
@@ -133,12 +147,24 @@ class StepPrediction:
 
 def drained_pipeline_s(costs: list[OpCost]) -> float:
     """Step time when the device starts idle and the step ends in a sync: op i can start only once the
-    host has queued it and op i-1 has finished, so finish_i = max(finish_{i-1}, queued_i) + device_i."""
+    host has queued it and op i-1 has finished, so finish_i = max(finish_{i-1}, queued_i) + device_i. A
+    synchronization inside the step (kind `sync`) makes the host wait for everything queued before it."""
     queued = finish = 0.0
     for o in costs:
+        if o.kind == SYNC_KIND:
+            queued = max(queued, finish)
         queued += o.host_s
         finish = max(finish, queued) + o.device_s
     return max(finish, queued)
+
+
+SYNC_KIND = "sync"
+
+
+def _sync_cost(name: str, c: Ceilings, why: str) -> OpCost:
+    """A host-device synchronization inside the step: the host waits, then pays the round trip."""
+    return OpCost(name, SYNC_KIND, "update", 0.0, 0.0, 0.0, 0.0, c.sync_s, 0.0, "overhead", "host",
+                  (Note("synchronization", why),), 0, True)
 
 
 def executed(ops: list[Op], passes: tuple[str, ...]) -> list[tuple[str, Op]]:
@@ -255,13 +281,26 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
         costs = [with_first_touch(cost, b, c.page_fault_bytes_per_s) for cost, b in zip(costs, fresh, strict=True)]
     ptensors = _param_tensors(workload)
     optimizer_s = amp_cast_s = 0.0
+    scaler = amp and opts.train and c.is_gpu and opts.runtime is not None
+    barriers = (GRAD_SCALER_SYNC_POINTS if scaler else 0) + (opts.norm_reads if opts.train and c.is_gpu else 0)
     if opts.train:
+        for i in range(opts.norm_reads):
+            costs.append(_bulk_cost("gradient norm", 2 * params, 4 * params, 0.0,
+                                    math.ceil(ptensors / FOREACH_MAX_TENSORS_PER_LAUNCH), c))
+            if c.is_gpu:
+                costs.append(_sync_cost(f"gradient norm .item() #{i + 1}", c, "the host reads the gradients' "
+                                        "norm: it waits for the backward pass before it queues the update"))
+        if scaler:
+            costs.append(_sync_cost("GradScaler .item()", c, "GradScaler reads the inf/NaN flags before the "
+                                    "optimizer may step: the host waits for the backward pass"))
         reads, writes, flops_pp, ops_pt = OPTIMIZER_TRAFFIC[opts.optimizer]
-        launches = ops_pt * (math.ceil(ptensors / FOREACH_MAX_TENSORS_PER_LAUNCH) if c.is_gpu else ptensors)
+        looped = opts.optimizer in PER_TENSOR_OPTIMIZERS or not c.is_gpu
+        launches = ops_pt * (ptensors if looped else math.ceil(ptensors / FOREACH_MAX_TENSORS_PER_LAUNCH))
         opt = _bulk_cost("optimizer", flops_pp * params, reads * 4 * params, writes * 4 * params, launches, c)
         if c.is_gpu and opts.runtime:
             loop = load_runtime(opts.runtime).training_loop_host_s
-            opt = replace(opt, host_s=loop.optimizer_step.seconds(ptensors))
+            per_kernel = c.dispatch_s_by_kind.get("elementwise", c.dispatch_s)
+            opt = replace(opt, host_s=launches * per_kernel if looped else loop.optimizer_step.seconds(ptensors))
             around = loop.zero_grad.seconds(ptensors) + (loop.grad_scaler.seconds(ptensors) if amp else 0.0)
             note = Note("training loop", f"Python over {ptensors} parameter tensors: zero_grad"
                         f"{' and GradScaler' if amp else ''}, {around * 1e3:.3g} ms of host time")
@@ -276,8 +315,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
         amp_cast_s = cast.time_s
     host_s = sum(o.host_s for o in costs)
     device_s = sum(o.device_s for o in costs)
-    scaler = amp and opts.train and c.is_gpu and opts.runtime is not None
-    sync_points = opts.sync_points + (GRAD_SCALER_SYNC_POINTS if scaler else 0)
+    sync_points = opts.sync_points + barriers
     sync_s = sync_points * c.sync_s
     transfer_s = 0.0
     if c.is_gpu and opts.include_transfer and c.host_link_bytes_per_s:
@@ -291,7 +329,9 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
         copy_on_critical_path = 0.0 if opts.pinned else transfer_s
         device_total = device_s + (transfer_s if opts.pinned else 0.0)
         if sync_points:
-            step = drained_pipeline_s(costs) + sync_s + copy_on_critical_path + (transfer_s if opts.pinned else 0)
+            # the syncs inside the step are in the pipeline (their host time), the loop's own at its end
+            step = (drained_pipeline_s(costs) + opts.sync_points * c.sync_s + copy_on_critical_path
+                    + (transfer_s if opts.pinned else 0))
         else:
             # a copy from pageable memory is synchronous and stream-ordered: it starts once the kernels queued
             # before it (the previous step's) have finished and the host waits for it, so nothing overlaps it
