@@ -88,3 +88,19 @@ def test_eager_workload_keeps_readers_and_the_fused_one_is_untouched():
     assert [op.name for op in eager.ops][-2:] == ["attn", "out"]  # the last product keeps the name
     assert eager.flow().reads["attn"][0] == "attn.dropout"
     assert len(wl.ops) == 2
+
+
+def test_the_mode_and_the_attention_path_are_user_options():
+    from roofline import api
+
+    ieee = api.predict("resnet50", gpu="a100-sxm4-80gb", batch=8, fp32_math="ieee").to_dict()
+    default = api.predict("resnet50", gpu="a100-sxm4-80gb", batch=8).to_dict()
+    assert ieee["step_time_s"] > default["step_time_s"]
+    with pytest.raises(RooflineError, match="--fp32-math 'fast'"):
+        api.predict("resnet50", gpu="a100-sxm4-80gb", fp32_math="fast")
+    with pytest.raises(RooflineError, match="--attention 'flash'"):
+        api.predict("bert-base", gpu="a100-sxm4-80gb", attention="flash")
+    eager = api.predict("bert-base", gpu="a100-sxm4-80gb", batch=8, seq_len=384, attention="eager").to_dict()
+    fused = api.predict("bert-base", gpu="a100-sxm4-80gb", batch=8, seq_len=384).to_dict()
+    assert eager["step_time_s"] > fused["step_time_s"]
+    assert any(row["op"] == "softmax" for row in eager["layers"])
