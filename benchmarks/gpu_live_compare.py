@@ -29,8 +29,9 @@ from roofline.workload.zoo import build_workload  # noqa: E402
 def predict_row(row: dict[str, Any], gpu: str) -> dict[str, Any]:
     profile = find_profile(gpu, kind="gpu")
     precision = get_precision(row["precision"])
+    # gpu_live.py sets cudnn.allow_tf32 and cuda.matmul.allow_tf32 to (precision == "tf32"): its fp32 is IEEE
     opts = StepOptions(train=row["mode"] == "train", optimizer="momentum", include_transfer=row["data"] != "device",
-                       pinned=row["data"] == "pinned", channels_last=bool(row["channels_last"]))
+                       pinned=row["data"] == "pinned", channels_last=bool(row["channels_last"]), fp32_math="ieee")
     workload = build_workload(row["model"], row["batch"], seq_len=row.get("seq_len"))
     pred = predict_step(workload, profile, precision, opts)
     return {"predicted_s": pred.step_time_s, "host_s": pred.host_s, "device_s": pred.device_s,

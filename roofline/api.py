@@ -233,15 +233,21 @@ def _batches(batch: int | Sequence[int] | str) -> list[int]:
 
 
 def _options(train: bool, optimizer: str, pinned: bool, sync: int, channels_last: bool,
-             reserve_bytes: float | None, alone: bool = False) -> Any:
+             reserve_bytes: float | None, fp32_math: str = "pytorch", attention: str = "fused",
+             alone: bool = False) -> Any:
+    from roofline.model.fp32_math import get_fp32_math
     from roofline.model.step import StepOptions
+    from roofline.workload.ops.attention import ATTENTION_PATHS
 
     if optimizer not in ("sgd", "momentum", "adam"):
         raise RooflineError(f"--optimizer '{optimizer}': expected sgd, momentum or adam")
     if not isinstance(sync, int) or sync < 0:
         raise RooflineError(f"--sync {sync}: expected a non-negative integer")
+    if attention not in ATTENTION_PATHS:
+        raise RooflineError(f"--attention '{attention}': expected one of {', '.join(ATTENTION_PATHS)}")
     return StepOptions(train=train, optimizer=optimizer, pinned=pinned, sync_points=sync,
-                       channels_last=channels_last, reserve_bytes=reserve_bytes, alone=alone)
+                       channels_last=channels_last, reserve_bytes=reserve_bytes,
+                       fp32_math=get_fp32_math(fp32_math).name, attention=attention, alone=alone)
 
 
 def profile_name(name_or_path: str) -> str:
@@ -317,7 +323,7 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
             channels_last: bool = False, reserve_bytes: float | None = None, allow_oversize: bool = False,
             input_shape: Sequence[int] | None = None, input_size: int | None = None, seq_len: int | None = None,
             num_classes: int | None = None, html: str | Path | None = None, force: bool = False,
-            in_model: bool = False) -> PredictResult:
+            fp32_math: str = "pytorch", attention: str = "fused", in_model: bool = False) -> PredictResult:
     """The predicted step (or one op, `op="gemm(m=..,n=..,k=..)"`) at each batch size (`roofline predict`).
     An op is priced as a script timing it alone in a loop runs it (`StepOptions.alone`: warm per-call costs)
     unless `in_model`, which prices it as one layer of a model (called cold, after other layers).
@@ -337,7 +343,8 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
                             "batch in the spec, e.g. 'linear(batch=32,in_features=1024,out_features=1024)'")
     if in_model and not req.op:
         raise RooflineError("--in-model applies to --op (a model's layers are always priced in their model)")
-    opts = _options(train, optimizer, pinned, sync, channels_last, reserve_bytes, alone=bool(req.op) and not in_model)
+    opts = _options(train, optimizer, pinned, sync, channels_last, reserve_bytes, fp32_math, attention,
+                    alone=bool(req.op) and not in_model)
     preds = [predict_step(build(b), profile, prec, opts) for b in batches]
     for p in preds:
         if not p.fits and not allow_oversize:
@@ -378,7 +385,7 @@ def advise(model: ModelLike = None, *, hw: str | None = None, gpu: str | None = 
            sync: int = 0, channels_last: bool = False, reserve_bytes: float | None = None,
            plot: str | None = None, input_shape: Sequence[int] | None = None, input_size: int | None = None,
            seq_len: int | None = None, num_classes: int | None = None, html: str | Path | None = None,
-           force: bool = False) -> AdviseResult:
+           force: bool = False, fp32_math: str = "pytorch", attention: str = "fused") -> AdviseResult:
     """Batch size and precision for a model on a device, the sweep behind them and why (`roofline advise`).
     `plot` (a directory, or a .png/.svg/.pdf path) also writes the matplotlib figures; `html` the HTML report
     (`roofline report`), with the recommended step on the roofline (an existing file only with force=True)."""
@@ -394,7 +401,7 @@ def advise(model: ModelLike = None, *, hw: str | None = None, gpu: str | None = 
         from roofline.report.plots import plot_path
 
         plot_target = plot_path(plot, name, profile.name, force)
-    opts = _options(train, optimizer, pinned, sync, channels_last, reserve_bytes)
+    opts = _options(train, optimizer, pinned, sync, channels_last, reserve_bytes, fp32_math, attention)
     advice = run_advisor(name, build, profile, train, precision, opts)
     out = _advice_dict(advice)
     if plot_target is not None:
@@ -406,7 +413,7 @@ def advise(model: ModelLike = None, *, hw: str | None = None, gpu: str | None = 
         rec = result.recommended
         step = predict(req, hw=hw, gpu=gpu, cpu=cpu, batch=rec.batch_size, precision=rec.precision, train=train,
                        optimizer=optimizer, pinned=pinned, sync=sync, channels_last=channels_last,
-                       reserve_bytes=reserve_bytes, allow_oversize=True)
+                       reserve_bytes=reserve_bytes, allow_oversize=True, fp32_math=fp32_math, attention=attention)
         result.html = _write_report(target, profile, hw or gpu or cpu or "", step, result, force)
     return result
 

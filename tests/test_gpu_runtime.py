@@ -10,15 +10,18 @@ from roofline.hardware import find_profile
 from roofline.hardware.runtime import EAGER_CUDA, load_runtime
 from roofline.model.ceilings import ceilings_for, sustained_matrix_rate
 from roofline.model.step import StepOptions, predict_step
+from roofline.workload.ops.attention import with_eager_attention
 from roofline.workload.precision import get_precision
 from roofline.workload.zoo import build_workload, list_models
 
 
 def _zoo_kernel_keys() -> set[str]:
+    """Every kernel a zoo model runs, its attention fused or eager (StepOptions.attention)."""
     keys = set()
     for spec in list_models():
         workload = build_workload(spec.name, 2)
-        for op in (*workload.ops, *workload.inference_ops()):
+        eager = with_eager_attention(workload)
+        for op in (*workload.ops, *workload.inference_ops(), *eager.ops):
             keys.add(op.kernel_key("forward"))
             keys.add(op.kernel_key("backward_input"))
     return keys

@@ -65,6 +65,21 @@ def test_step_time_rows_and_forward_backward_only_rows():
     assert 0 < c.predicted < step_with_update
 
 
+def test_rows_run_fp32_where_their_software_put_it():
+    # Lambda's runs are NGC containers (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1): TF32 for products too; timm's
+    # PyTorch 2.4 rows the >= 1.12 default (convolutions only); a row naming no PyTorch, today's default
+    rows = {row.id: row for _, row in gpu_steps.rows(yaml.safe_load(DATASET.read_text()))}
+    assert rows["lambda-fp32-a100-sxm4-80gb-bert"].fp32_math == "tf32"
+    assert rows["timm-4090-infer-resnet50"].fp32_math == "pytorch"
+    assert rows["cnnb-titanx-vgg16-fwd"].fp32_math == "pytorch"
+    # DeepLearningExamples' BERT: eager attention, BertAdam's loop, GradientClipper's and BertAdam's norm reads
+    bert = rows["lambda-fp32-rtx3090-bert"]
+    assert (bert.attention, bert.optimizer, bert.norm_reads) == ("eager", "adam-unfused", 2)
+    eager, *_ = gpu_steps._predict(bert)
+    fused, *_ = gpu_steps._predict(bert.model_copy(update={"attention": "fused"}))
+    assert eager > fused
+
+
 def test_shipped_dataset_holds_out_whole_blocks_and_cites_every_source():
     data = yaml.safe_load(DATASET.read_text())
     assert data["kind"] == "gpu-steps" and data["holdout_rule"]

@@ -6,7 +6,9 @@ rule for every row, written here, never per row or per source:
 - data `synthetic-device` (inputs made on the GPU): no host-to-device copy; `loader`: the batch is copied from
   pinned host memory each step (PyTorch loaders with pin_memory=True, as DeepLearningExamples uses);
 - one host-device synchronization per step (SYNC_POINTS_PER_STEP);
-- optimizer `none` (forward and backward timed without an update): the predicted optimizer time is left out.
+- optimizer `none` (forward and backward timed without an update): the predicted optimizer time is left out;
+- fp32 products on TF32 tensor cores as the row's PyTorch version and container do by default
+  (`roofline.model.fp32_math.pytorch_fp32_math`); a row that names no PyTorch version, today's default.
 The time metric is the time of one step: `step_time_s` where the source prints it, else batch / samples_per_s.
 """
 
@@ -19,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from benchmarks.published_kinds.record import Comparison, DatasetError, SourceBlock, first_error, source_blocks
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
+from roofline.model.fp32_math import DEFAULT_FP32_MATH, pytorch_fp32_math
 from roofline.model.step import StepOptions, predict_step
 from roofline.workload.precision import get_precision
 from roofline.workload.zoo import build_workload, get_model
@@ -50,7 +53,15 @@ class GpuStepRow(BaseModel):
     seq_len: int | None = Field(default=None, ge=1)
     data: Literal["synthetic-device", "loader"]
     channels_last: bool = False
-    optimizer: Literal["sgd", "momentum", "adam", "none"] | None = None
+    optimizer: Literal["sgd", "momentum", "adam", "adam-unfused", "none"] | None = None
+    norm_reads: int = Field(default=0, ge=0)
+    """Host reads of the gradients' norm per step (`StepOptions.norm_reads`)."""
+    pytorch: str | None = None
+    """The PyTorch version the source names (MAJOR.MINOR), None for another framework or none stated."""
+    ngc_container: bool = False
+    """Run inside an NVIDIA NGC PyTorch container (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1)."""
+    attention: Literal["fused", "eager"] = "fused"
+    """How the model's self-attention runs (`roofline.model.step.StepOptions.attention`)."""
     samples_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     step_time_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     notes: str | None = None
@@ -64,6 +75,11 @@ class GpuStepRow(BaseModel):
         if (self.mode == "train") != (self.optimizer is not None):
             raise ValueError("training rows name their optimizer (sgd, momentum, adam, none); inference rows none")
         return self
+
+    @property
+    def fp32_math(self) -> str:
+        """The fp32 math mode the row's software ran in by default."""
+        return pytorch_fp32_math(self.pytorch, self.ngc_container).name if self.pytorch else DEFAULT_FP32_MATH
 
     @property
     def published_step_s(self) -> float:
@@ -84,7 +100,8 @@ def _predict(row: GpuStepRow) -> tuple[float, Any, str, str]:
     on_loader = row.data == "loader"
     optimizer = row.optimizer if row.optimizer not in (None, "none") else "sgd"
     opts = StepOptions(train=row.mode == "train", optimizer=optimizer, pinned=on_loader, include_transfer=on_loader,
-                       channels_last=row.channels_last, sync_points=SYNC_POINTS_PER_STEP)
+                       channels_last=row.channels_last, sync_points=SYNC_POINTS_PER_STEP, fp32_math=row.fp32_math,
+                       attention=row.attention, norm_reads=row.norm_reads)
     pred = predict_step(workload, profile, get_precision(row.precision), opts)
     step_s = pred.step_time_s - (pred.optimizer_s if row.optimizer == "none" else 0.0)
     return step_s, pred, spec.family, profile.architecture.split()[0]

@@ -6,7 +6,14 @@ import argparse
 from typing import Any
 
 from roofline.commands.common import MAX_GPUS, add_hw_args, add_json_flag, integer, number, print_json, text
-from roofline.commands.model_args import MAX_RESERVE_BYTES, MAX_SYNC_POINTS, add_model_args, model_request
+from roofline.commands.model_args import (
+    ATTENTION_HELP,
+    FP32_MATH_HELP,
+    MAX_RESERVE_BYTES,
+    MAX_SYNC_POINTS,
+    add_model_args,
+    model_request,
+)
 from roofline.commands.serving import add_serving_args
 from roofline.workload.llm.builtins import serving_requested
 
@@ -29,6 +36,10 @@ def add_parser(subparsers: Any) -> None:
                         "convolutions")
     p.add_argument("--reserve-bytes", type=number(0, MAX_RESERVE_BYTES), metavar="BYTES",
                    help="device memory unavailable to tensors")
+    p.add_argument("--fp32-math", default="pytorch", choices=["pytorch", "tf32", "ieee"],
+                   help=FP32_MATH_HELP)
+    p.add_argument("--attention", default="fused", choices=["fused", "eager"],
+                   help=ATTENTION_HELP)
     p.add_argument("--plot", type=text, metavar="DIR|FILE.png|FILE.svg",
                    help="write the roofline and batch-sweep plots (into DIR as a PNG, or to FILE)")
     p.add_argument("--html", type=text, metavar="FILE.html", help="also write the HTML report (as `roofline report`)")
@@ -63,7 +74,8 @@ def data_parallel_advice(args: argparse.Namespace, batch: int, precision_name: s
     profile = selected_profile(args)
     _, build = workload_builder(model_request(args))
     opts = StepOptions(train=True, optimizer=args.optimizer, pinned=args.pinned, sync_points=args.sync,
-                       channels_last=args.channels_last, reserve_bytes=args.reserve_bytes)
+                       channels_last=args.channels_last, reserve_bytes=args.reserve_bytes,
+                       fp32_math=args.fp32_math, attention=args.attention)
     node = node_for(profile, args.node)
     precision = get_precision(precision_name)
     points = weak_scaling(build, profile, precision, opts, node, batch, args.gpus, precision.master_weight_bytes)
@@ -109,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     advice = api.advise(model_request(args), hw=args.hw, gpu=args.gpu, cpu=args.cpu, train=args.train,
                         precision=args.precision, optimizer=args.optimizer, pinned=args.pinned, sync=args.sync,
                         channels_last=args.channels_last, reserve_bytes=args.reserve_bytes, plot=args.plot,
-                        html=args.html, force=args.force)
+                        html=args.html, force=args.force, fp32_math=args.fp32_math, attention=args.attention)
     out = advice.to_dict()
     if args.gpus is not None:
         out["data_parallel"] = data_parallel_advice(args, out["recommended"]["batch_size"],

@@ -50,6 +50,13 @@ def model_request(args: argparse.Namespace) -> ModelRequest:
                            input_size=args.input_size, seq_len=args.seq_len, num_classes=args.num_classes)
 
 
+FP32_MATH_HELP = ("which fp32 products run on TF32 tensor cores (Ampere and later): pytorch (default: PyTorch "
+                  ">= 1.12, convolutions only), tf32 (convolutions and matrix products: PyTorch 1.7-1.11, NGC "
+                  "containers, set_float32_matmul_precision('high')), ieee (neither)")
+ATTENTION_HELP = ("how self-attention runs: fused (default: one scaled_dot_product_attention kernel) or eager "
+                  "(scores written out: matmul, scale, mask, softmax, dropout, matmul)")
+
+
 def add_step_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", type=text, metavar="P",
                         help="fp32|tf32|fp16|bf16|fp8|int8|amp (default fp32); language models: "
@@ -66,3 +73,7 @@ def add_step_args(parser: argparse.ArgumentParser) -> None:
                              "tensor-core convolutions")
     parser.add_argument("--reserve-bytes", type=number(0, MAX_RESERVE_BYTES), metavar="BYTES",
                         help="device memory unavailable to tensors (default: CUDA context + cuBLAS workspace)")
+    parser.add_argument("--fp32-math", default="pytorch", choices=["pytorch", "tf32", "ieee"],
+                        help=FP32_MATH_HELP)
+    parser.add_argument("--attention", default="fused", choices=["fused", "eager"],
+                        help=ATTENTION_HELP)

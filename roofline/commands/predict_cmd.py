@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
                          pinned=args.pinned,
                          sync=args.sync, channels_last=args.channels_last, reserve_bytes=args.reserve_bytes,
                          allow_oversize=args.allow_oversize, html=args.html, force=args.force,
-                         in_model=args.in_model)
+                         fp32_math=args.fp32_math, attention=args.attention, in_model=args.in_model)
     if args.json:
         print_json(result.to_dict())
         return 0
@@ -115,7 +115,8 @@ def run_data_parallel(args: argparse.Namespace) -> int:
     name, build = workload_builder(model_request(args))
     workload = build(job.per_gpu_batch)
     opts = StepOptions(train=True, optimizer=args.optimizer, pinned=args.pinned, sync_points=args.sync,
-                       channels_last=args.channels_last, reserve_bytes=args.reserve_bytes)
+                       channels_last=args.channels_last, reserve_bytes=args.reserve_bytes,
+                       fp32_math=args.fp32_math, attention=args.attention)
     single = predict_step(workload, profile, precision, opts)
     if args.shard == "full":
         out = _sharded_document(args, name, profile, precision, batches[0], workload, single, job)

@@ -11,27 +11,40 @@ so host and compute add up. The input batch crosses the host link each step; wit
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 
+from roofline.errors import RooflineError
 from roofline.hardware.runtime import EAGER_CUDA, load_runtime
-from roofline.hardware.schema import Profile
+from roofline.hardware.schema import GpuProfile, Profile
 from roofline.model.ceilings import Ceilings, ceilings_for
 from roofline.model.context import CostContext
 from roofline.model.costmodel import OpCost, op_cost, with_first_touch
 from roofline.model.cpu_runtime.heap_requests import first_touch_bytes
+from roofline.model.fp32_math import DEFAULT_FP32_MATH, get_fp32_math
 from roofline.model.memory import MemoryBreakdown, default_reserve_bytes, memory_breakdown
 from roofline.model.notes import Note
+from roofline.workload.ops.attention import ATTENTION_PATHS, with_eager_attention
 from roofline.workload.ops.base import PASSES, Op, Workload
-from roofline.workload.precision import Precision
+from roofline.workload.ops.conv import Conv2d
+from roofline.workload.precision import PRECISIONS, Precision
 
 OPTIMIZER_TRAFFIC = {
     # name: (fp32 tensors read, fp32 tensors written, FLOPs per parameter, ops per parameter tensor)
     "sgd": (2, 1, 2, 1),  # w -= lr * g
     "momentum": (3, 2, 4, 2),  # buf = mu * buf + g; w -= lr * buf
     "adam": (4, 3, 12, 8),  # m, v moving averages, bias correction, w -= lr * m / (sqrt(v) + eps)
+    # Adam as a Python loop of one-tensor ops, BertAdam in NVIDIA DeepLearningExamples'
+    # PyTorch/LanguageModeling/BERT/optimization.py: m.mul_, m.add_, v.mul_, v.addcmul_, v.sqrt(), + eps,
+    # m / denom, weight_decay * w, update +=, lr * update, -update, w.add_: 12 kernels, each reading and writing
+    # whole tensors (17 fp32 reads, 12 writes per parameter)
+    "adam-unfused": (17, 12, 12, 12),
 }
 """Per-parameter work of one optimizer update, from the update rules in torch.optim's single-tensor loops."""
+
+PER_TENSOR_OPTIMIZERS = frozenset({"adam-unfused"})
+"""Optimizers that launch each of their kernels once per parameter tensor from Python (no foreach batching):
+their host time is one layer call's dispatch per kernel, not the measured foreach loop."""
 
 PAGEABLE_STAGING_COPIES = 2
 """A copy from pageable memory is two serial copies: a host memcpy into a pinned staging buffer, then the
@@ -61,12 +74,23 @@ class StepOptions:
     reserve_bytes: float | None = None
     channels_last: bool = False
     """Convolution activations in NHWC, so tensor-core convolutions need no layout transposes."""
+    norm_reads: int = 0
+    """Host reads of the gradients' global norm between the backward pass and the update: a norm kernel over
+    the fp32 gradients whose result `.item()` brings to the host, so the host waits for the backward to drain
+    before it queues the update (NVIDIA DeepLearningExamples' BERT run_squad.py: GradientClipper.step reads
+    multi_tensor_l2norm's result, then BertAdam.step reads it again)."""
     runtime: str | None = EAGER_CUDA
     """The framework runtime whose measured costs price a GPU step (`roofline.hardware.runtime`): host time per
     layer call, kernel streaming rates, sustained GEMM shares, GradScaler and the training loop's Python. None:
     the datasheet roofline alone, as the cost model's closed-form tests use it."""
     heap_kept: bool = False
     """CPU: the process keeps its C heap (cpu_runtime.heap_setting), so no request takes fresh pages."""
+    fp32_math: str = DEFAULT_FP32_MATH
+    """Which fp32 products run on TF32 tensor cores where the GPU has them (`roofline.model.fp32_math`): the
+    current PyTorch default takes convolutions there and leaves matrix products in IEEE fp32."""
+    attention: str = "fused"
+    """How self-attention runs (`ATTENTION_PATHS`): one fused kernel (scaled_dot_product_attention), or the
+    eager kernels of an implementation that writes the scores out (`with_eager_attention`)."""
     alone: bool = False
     """The workload is one op called back to back on its own, as a script timing it in a loop calls it
     (`predict --op`), not a layer among others: its code, the dispatcher's paths and its data stay in the
@@ -129,12 +153,24 @@ class StepPrediction:
 
 def drained_pipeline_s(costs: list[OpCost]) -> float:
     """Step time when the device starts idle and the step ends in a sync: op i can start only once the
-    host has queued it and op i-1 has finished, so finish_i = max(finish_{i-1}, queued_i) + device_i."""
+    host has queued it and op i-1 has finished, so finish_i = max(finish_{i-1}, queued_i) + device_i. A
+    synchronization inside the step (kind `sync`) makes the host wait for everything queued before it."""
     queued = finish = 0.0
     for o in costs:
+        if o.kind == SYNC_KIND:
+            queued = max(queued, finish)
         queued += o.host_s
         finish = max(finish, queued) + o.device_s
     return max(finish, queued)
+
+
+SYNC_KIND = "sync"
+
+
+def _sync_cost(name: str, c: Ceilings, why: str) -> OpCost:
+    """A host-device synchronization inside the step: the host waits, then pays the round trip."""
+    return OpCost(name, SYNC_KIND, "update", 0.0, 0.0, 0.0, 0.0, c.sync_s, 0.0, "overhead", "host",
+                  (Note("synchronization", why),), 0, True)
 
 
 def executed(ops: list[Op], passes: tuple[str, ...]) -> list[tuple[str, Op]]:
@@ -156,10 +192,12 @@ def written_bytes(ops: list[Op], passes: tuple[str, ...], activation_bytes: int,
     return total
 
 
-def op_costs(ops: list[Op], passes: tuple[str, ...], ctx: CostContext) -> list[OpCost]:
-    """Every pass of every op, in execution order. Models repeat layers of one shape (ResNet-50's 175 ops
-    have 49 distinct shapes, BERT's 227 have 17), and a cost is a pure function of shape, pass and
-    context, so each distinct one is computed once and renamed for its other occurrences."""
+def op_costs(ops: list[Op], passes: tuple[str, ...], ctx: CostContext,
+             context_for: Callable[[Op], CostContext] | None = None) -> list[OpCost]:
+    """Every pass of every op, in execution order, each in `context_for(op)` (default `ctx`). Models repeat
+    layers of one shape (ResNet-50's 175 ops have 49 distinct shapes, BERT's 227 have 17), and a cost is a
+    pure function of shape, pass and context (which depends on the op's type only), so each distinct one is
+    computed once and renamed for its other occurrences."""
     memo: dict[Hashable, OpCost] = {}
     out = []
     for pass_, op in executed(ops, passes):
@@ -169,13 +207,33 @@ def op_costs(ops: list[Op], passes: tuple[str, ...], ctx: CostContext) -> list[O
         except TypeError:  # a field that cannot be hashed: cost it every time
             key = cost = None
         if cost is None:
-            cost = op_cost(op, pass_, ctx)
+            cost = op_cost(op, pass_, context_for(op) if context_for else ctx)
             if key is not None:
                 memo[key] = cost
         elif cost.name != op.name:
             cost = replace(cost, name=op.name)
         out.append(cost)
     return out
+
+
+def tf32_context_for(profile: Profile, precision: Precision, options: StepOptions,
+                     ctx: CostContext) -> Callable[[Op], CostContext] | None:
+    """Where an fp32 step's products run, op by op (`roofline.model.fp32_math`): convolutions and matrix
+    products the mode sends to TF32 are priced with the profile's TF32 tensor-core ceilings, everything else
+    (a depthwise convolution has no reduction for a tensor core either) with fp32's; None when nothing moves
+    (another precision, a device without TF32 tensor cores, or IEEE fp32 asked for)."""
+    math = get_fp32_math(options.fp32_math)
+    if (precision.name != "fp32" or not isinstance(profile, GpuProfile) or "tf32" not in profile.tensor_cores
+            or not (math.convolutions_tf32 or math.matmuls_tf32)):
+        return None
+    tf32 = replace(ctx, ceilings=ceilings_for(profile, PRECISIONS["tf32"], options.runtime))
+
+    def context_for(op: Op) -> CostContext:
+        if isinstance(op, Conv2d):
+            return tf32 if math.convolutions_tf32 and not op.depthwise else ctx
+        return tf32 if math.matmuls_tf32 and op.gemm_views("forward") else ctx
+
+    return context_for
 
 
 def _param_tensors(workload: Workload) -> int:
@@ -208,6 +266,10 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
                  options: StepOptions | None = None) -> StepPrediction:
     """Predict the time and memory of one step of `workload` on `profile` at `precision`."""
     opts = options or StepOptions()
+    if opts.attention not in ATTENTION_PATHS:
+        raise RooflineError(f"attention '{opts.attention}': expected one of {', '.join(ATTENTION_PATHS)}")
+    if opts.attention == "eager":
+        workload = with_eager_attention(workload)
     c = ceilings_for(profile, precision, opts.runtime)
     params = float(workload.params())
     amp = precision.master_weight_bytes > precision.storage_bytes
@@ -219,19 +281,32 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     factor = load_runtime(opts.runtime).training_host_factor.value if training_gpu else 1.0
     ctx = CostContext(c, precision.storage_bytes, weight_bytes, weight_reuse_bytes=reuse,
                       channels_last=opts.channels_last, host_call_factor=factor, warm_calls=opts.alone)
-    costs = op_costs(ops, passes, ctx)
+    costs = op_costs(ops, passes, ctx, tf32_context_for(profile, precision, opts, ctx))
     if c.page_fault_bytes_per_s and c.cpu_runtime is not None and c.cpu_runtime.glibc_heap and not opts.heap_kept:
         fresh = first_touch_bytes(executed(ops, passes), workload.flow(), opts.train, ctx, c.cpu_runtime.page_bytes)
         costs = [with_first_touch(cost, b, c.page_fault_bytes_per_s) for cost, b in zip(costs, fresh, strict=True)]
     ptensors = _param_tensors(workload)
     optimizer_s = amp_cast_s = 0.0
+    scaler = amp and opts.train and c.is_gpu and opts.runtime is not None
+    barriers = (GRAD_SCALER_SYNC_POINTS if scaler else 0) + (opts.norm_reads if opts.train and c.is_gpu else 0)
     if opts.train:
+        for i in range(opts.norm_reads):
+            costs.append(_bulk_cost("gradient norm", 2 * params, 4 * params, 0.0,
+                                    math.ceil(ptensors / FOREACH_MAX_TENSORS_PER_LAUNCH), c))
+            if c.is_gpu:
+                costs.append(_sync_cost(f"gradient norm .item() #{i + 1}", c, "the host reads the gradients' "
+                                        "norm: it waits for the backward pass before it queues the update"))
+        if scaler:
+            costs.append(_sync_cost("GradScaler .item()", c, "GradScaler reads the inf/NaN flags before the "
+                                    "optimizer may step: the host waits for the backward pass"))
         reads, writes, flops_pp, ops_pt = OPTIMIZER_TRAFFIC[opts.optimizer]
-        launches = ops_pt * (math.ceil(ptensors / FOREACH_MAX_TENSORS_PER_LAUNCH) if c.is_gpu else ptensors)
+        looped = opts.optimizer in PER_TENSOR_OPTIMIZERS or not c.is_gpu
+        launches = ops_pt * (ptensors if looped else math.ceil(ptensors / FOREACH_MAX_TENSORS_PER_LAUNCH))
         opt = _bulk_cost("optimizer", flops_pp * params, reads * 4 * params, writes * 4 * params, launches, c)
         if c.is_gpu and opts.runtime:
             loop = load_runtime(opts.runtime).training_loop_host_s
-            opt = replace(opt, host_s=loop.optimizer_step.seconds(ptensors))
+            per_kernel = c.dispatch_s_by_kind.get("elementwise", c.dispatch_s)
+            opt = replace(opt, host_s=launches * per_kernel if looped else loop.optimizer_step.seconds(ptensors))
             around = loop.zero_grad.seconds(ptensors) + (loop.grad_scaler.seconds(ptensors) if amp else 0.0)
             note = Note("training loop", f"Python over {ptensors} parameter tensors: zero_grad"
                         f"{' and GradScaler' if amp else ''}, {around * 1e3:.3g} ms of host time")
@@ -246,8 +321,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
         amp_cast_s = cast.time_s
     host_s = sum(o.host_s for o in costs)
     device_s = sum(o.device_s for o in costs)
-    scaler = amp and opts.train and c.is_gpu and opts.runtime is not None
-    sync_points = opts.sync_points + (GRAD_SCALER_SYNC_POINTS if scaler else 0)
+    sync_points = opts.sync_points + barriers
     sync_s = sync_points * c.sync_s
     transfer_s = 0.0
     if c.is_gpu and opts.include_transfer and c.host_link_bytes_per_s:
@@ -261,7 +335,9 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
         copy_on_critical_path = 0.0 if opts.pinned else transfer_s
         device_total = device_s + (transfer_s if opts.pinned else 0.0)
         if sync_points:
-            step = drained_pipeline_s(costs) + sync_s + copy_on_critical_path + (transfer_s if opts.pinned else 0)
+            # the syncs inside the step are in the pipeline (their host time), the loop's own at its end
+            step = (drained_pipeline_s(costs) + opts.sync_points * c.sync_s + copy_on_critical_path
+                    + (transfer_s if opts.pinned else 0))
         else:
             # a copy from pageable memory is synchronous and stream-ordered: it starts once the kernels queued
             # before it (the previous step's) have finished and the host waits for it, so nothing overlaps it

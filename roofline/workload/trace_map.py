@@ -354,7 +354,8 @@ def _attention(call: Call, name: str) -> list[Op] | None:
         return None
     batch, heads, seq_q, head_dim = q.shape
     return [ir.Attention(name, batch=batch, heads=heads, seq_q=seq_q, seq_kv=k.shape[2], head_dim=head_dim,
-                         causal=bool(call.kwargs.get("is_causal", False)))]
+                         causal=bool(call.kwargs.get("is_causal", False)),
+                         dropout_p=float(call.kwargs.get("dropout_p", 0.0)))]
 
 
 @handles("aten.embedding")

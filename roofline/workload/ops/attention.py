@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from roofline.workload.ops._shape import positive
-from roofline.workload.ops.base import GemmView, Num, Op, Traffic
+from roofline.workload.ops.base import Dataflow, GemmView, Num, Op, Traffic, Workload
+from roofline.workload.ops.gemm import Gemm
+from roofline.workload.ops.pointwise import Dropout, Elementwise
 
 SOFTMAX_FORWARD_FLOPS = 5
 """Per element: running max, subtract, exp, sum, divide."""
@@ -67,10 +69,16 @@ class Attention(Op):
     seq_kv: int
     head_dim: int
     causal: bool = False
+    dropout_p: float = 0.0
+    """Dropout on the attention probabilities in training (a fused kernel draws it on chip; an eager
+    implementation runs it as a kernel: `eager_attention_ops`)."""
     kind: str = field(init=False, default="attention")
 
     def __post_init__(self) -> None:
         positive(batch=self.batch, heads=self.heads, seq_q=self.seq_q, seq_kv=self.seq_kv, head_dim=self.head_dim)
+
+    def for_inference(self) -> Op | None:
+        return replace(self, dropout_p=0.0) if self.dropout_p else self
 
     @property
     def pairs(self) -> Num:
@@ -172,3 +180,58 @@ class Embedding(Op):
 
     def shapes(self) -> str:
         return f"{self.tokens} tokens from {self.num_embeddings}x{self.dim}"
+
+
+def eager_attention_ops(op: Attention) -> list[Op]:
+    """The kernels an unfused ("eager") implementation runs for `op`, as NVIDIA DeepLearningExamples' BERT
+    (PyTorch/LanguageModeling/BERT/modeling.py, BertSelfAttention.forward) and Hugging Face's
+    attn_implementation="eager" write it: scores = Q @ K^T (one batched product over batch x heads), scaled by
+    1/sqrt(head_dim), the mask added (a broadcast (batch, 1, 1, keys) tensor: charged as one input), softmax,
+    dropout on the probabilities (training), then probabilities @ V. Each writes its L x S result to memory and
+    the next reads it back, and autograd saves them for the backward, where a fused kernel keeps scores on chip;
+    a causal mask is added like any other (the full square is computed). The last kernel keeps `op`'s name, so
+    whatever read the attention's output reads it."""
+    L, S, d, pairs = op.seq_q, op.seq_kv, op.head_dim, op.pairs
+    scores = pairs * L * S
+    kernels: list[Op] = [
+        Gemm(f"{op.name}.scores", m=L, n=S, k=d, count=pairs),
+        Elementwise(f"{op.name}.scale", numel=scores, inputs=1, op="mul"),
+        Elementwise(f"{op.name}.mask", numel=scores, inputs=1, op="add"),
+        Softmax(f"{op.name}.softmax", rows=pairs * L, cols=S),
+    ]
+    if op.dropout_p > 0:
+        kernels.append(Dropout(f"{op.name}.dropout", numel=scores, p=op.dropout_p))
+    kernels.append(Gemm(op.name, m=L, n=d, k=S, count=pairs))
+    return kernels
+
+
+ATTENTION_PATHS = ("fused", "eager")
+"""How a model's attention runs: one fused kernel (F.scaled_dot_product_attention, flash or memory-efficient,
+PyTorch >= 2.0) or the eager kernels of `eager_attention_ops`."""
+
+
+def with_eager_attention(workload: Workload) -> Workload:
+    """`workload` with every fused self-attention op (not a serving op's cached attention) replaced by its
+    eager kernels, the dataflow rewired through them: the scores product reads what the attention read as Q
+    and K, the last product the probabilities and V."""
+    flow = workload.flow()
+    ops: list[Op] = []
+    reads = dict(flow.reads)
+    for op in workload.ops:
+        if type(op) is not Attention:
+            ops.append(op)
+            continue
+        kernels = eager_attention_ops(op)
+        qkv = flow.reads.get(op.name) or (op.name,)
+        q, k, v = (*qkv, qkv[-1], qkv[-1])[:3]
+        previous = None
+        for kernel in kernels:
+            if previous is None:
+                reads[kernel.name] = (q, k)
+            elif kernel is kernels[-1]:
+                reads[kernel.name] = (previous, v)
+            else:
+                reads[kernel.name] = (previous,)
+            previous = kernel.name
+        ops.extend(kernels)
+    return replace(workload, ops=ops, dataflow=Dataflow(reads, flow.inplace))

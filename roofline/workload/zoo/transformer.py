@@ -116,7 +116,8 @@ def _attend(g: Graph, module: str, cfg: Config, causal: bool, qkv: tuple[str, ..
     seq, head_dim = g.shape[0], cfg.hidden // cfg.heads
     g.view(f"{module}.reshape", (cfg.heads, seq, head_dim), reads=qkv[:1])
     g.add(ir.Attention(g.name(f"{module}.scaled_dot_product_attention"), batch=g.batch, heads=cfg.heads,
-                       seq_q=seq, seq_kv=seq, head_dim=head_dim, causal=causal), reads=qkv)
+                       seq_q=seq, seq_kv=seq, head_dim=head_dim, causal=causal, dropout_p=cfg.dropout),
+          reads=qkv)
     g.view(f"{module}.reshape", (seq, cfg.heads, head_dim))
     g.elementwise(f"{module}.clone", op="copy", inputs=1)
     g.view(f"{module}.reshape", (seq, cfg.hidden))
