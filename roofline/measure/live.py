@@ -84,9 +84,11 @@ def make_step(module: Any, example: Any, device: Any, precision: str, train: boo
     dtype = torch_dtype(precision)
     if dtype is None:
         raise RooflineError(f"live validation supports fp32, tf32, fp16, bf16 and amp, not {precision}")
-    if precision == "tf32":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+    # set on every step built, so a tf32 run does not leave TF32 products on for a later fp32 run in the same
+    # process: fp32 gets PyTorch's defaults since 1.12 (matrix products IEEE, convolutions on TF32 where the GPU
+    # has it), which is what predictions assume (`roofline.model.fp32_math`, mode 'pytorch')
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = True
     module = module.to(device)
     if precision in ("fp16", "bf16"):
         module = module.to(dtype)
