@@ -77,6 +77,36 @@ def test_eager_runtime_costs_more_per_token_than_a_graph():
     assert eager.tpot_s > graph.tpot_s
 
 
+def test_unfused_eager_passes_closed_form():
+    """Bytes eager transformers moves beyond one fused kernel per op, Llama-3-8B shapes (h 4096, 8 KV heads of
+    128), bf16 activations and KV cache (2 B)."""
+    from roofline.workload.llm.phases import decode, prefill, unfused_bytes
+
+    cfg = get_config("llama-3-8b")
+    ops = {s.op.name: s.op for s in prefill(cfg, 2, 16).steps}
+    # RMSNorm: fp32 pow 8 + mean 4 + mul 8 = 20, casts (2 + 4) + (4 + 2) = 12: 32 B per element, 2 x 16 x 4096 elements
+    assert unfused_bytes(cfg, ops["attn.norm"], 2, 2) == 2 * 16 * 4096 * 32
+    # in fp32 the casts are no-ops: 20 B per element
+    assert unfused_bytes(cfg, ops["attn.norm"], 4, 4) == 2 * 16 * 4096 * 20
+    # rotary embedding on k: 6 more elements of 2 B per element of 2 x 16 x 1024
+    assert unfused_bytes(cfg, ops["attn.rope_k"], 2, 2) == 2 * 16 * 1024 * 6 * 2
+    # prefill: no old cache to copy; the output made contiguous: read + write 2 x 16 x 4096 x 2 B
+    assert unfused_bytes(cfg, ops["attn.sdpa"], 2, 2) == 2 * 2 * 16 * 4096 * 2
+    # decode at context 100: torch.cat reads and rewrites 99 old tokens of K and V (8 x 128 x 2 B each)
+    sdpa = next(s.op for s in decode(cfg, 2, 100).steps if s.op.name == "attn.sdpa")
+    assert unfused_bytes(cfg, sdpa, 2, 2) == 2 * 2 * 2 * 8 * 99 * 128 * 2 + 2 * 2 * 4096 * 2
+    assert unfused_bytes(cfg, ops["mlp.gate"], 2, 2) == 0
+
+
+def test_graph_runtime_has_no_unfused_passes():
+    """The eager runtime's extra passes make its prefill slower than the graph's on a device-bound prompt."""
+    hw = find_profile("h100")
+    cfg = get_config("llama-3-8b")
+    eager = predict_serving(cfg, hw, serving_precision("bf16"), 32, 512, 2, "eager")
+    graph = predict_serving(cfg, hw, serving_precision("bf16"), 32, 512, 2, "graph")
+    assert eager.prefill.bytes > graph.prefill.bytes
+
+
 def test_moe_reads_more_experts_at_larger_batch():
     hw = find_profile("h100")
     cfg = get_config("mixtral-8x7b")

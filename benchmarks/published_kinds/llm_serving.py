@@ -10,6 +10,8 @@ lengths and runtime; whether the batch fits is shown, not enforced (TensorRT-LLM
 
 from __future__ import annotations
 
+import math
+import statistics
 from typing import Any
 
 from benchmarks.published_kinds.record import Comparison, DatasetError, source_blocks
@@ -25,6 +27,31 @@ METRIC = "time per output token, per request or to the first token"
 GROUP_KEYS = ("model", "gpu", "precision", "metric", "source")
 TARGET_GROUPS = ("metric",)
 METRICS = ("decode_tokens_per_s", "tokens_per_s", "prefill_tokens_per_s", "ttft_s")
+
+TARGETS_OF = "issue 18"
+METRIC_TARGETS = {"decode_tokens_per_s": 0.15, "tokens_per_s": 0.15, "ttft_s": 0.25, "prefill_tokens_per_s": 0.25}
+"""Issue 18 on the published GPU record: median |error| <= 15 % on decode tokens/s and <= 25 % on time to first
+token. A request's output tokens/s (tokens_per_s) is a rate of generated tokens and takes the decode target;
+a prefill rate is the time to the first token and takes TTFT's."""
+HELD_OUT_RATIO = 1.3
+"""Issue 18: the held-out part's median |error| within 1.3x the fitted part's."""
+
+
+def check_targets(parts: dict[str, list[Comparison]]) -> list[dict[str, Any]]:
+    """Issue 18's targets: per metric over all rows, and the held-out part against the fitted part."""
+    checks = []
+    for metric, limit in METRIC_TARGETS.items():
+        errors = [abs(c.error) for c in parts["all"] if c.groups["metric"] == metric]
+        if errors:
+            value = statistics.median(errors)
+            checks.append({"target": f"{metric} ({len(errors)} rows): median abs error <= {limit:.0%}",
+                           "unit": "abs error", "value": value, "met": value <= limit})
+    fitted, held = ([abs(c.error) for c in parts[p]] for p in ("fitted", "held_out"))
+    if fitted and held:
+        ratio = statistics.median(held) / statistics.median(fitted) if statistics.median(fitted) else math.inf
+        checks.append({"target": f"held-out median <= {HELD_OUT_RATIO}x fitted median", "unit": "ratio",
+                       "value": ratio, "met": ratio <= HELD_OUT_RATIO})
+    return checks
 
 
 def published_time_s(row: dict[str, Any]) -> float:

@@ -53,6 +53,9 @@ class Runtime:
 
     charge: Callable[[OpCost, Ceilings, int], OpCost]
     total: Callable[[list[OpCost], Ceilings], float]
+    unfused: bool
+    """Each kernel of an op is its own pass over memory (eager); a compiled graph fuses an op's kernels."""
 
 
-RUNTIMES = {"eager": Runtime(eager_charge, eager_total), "graph": Runtime(graph_charge, graph_total)}
+RUNTIMES = {"eager": Runtime(eager_charge, eager_total, unfused=True),
+            "graph": Runtime(graph_charge, graph_total, unfused=False)}

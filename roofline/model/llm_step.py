@@ -25,7 +25,7 @@ from roofline.model.llm_runtime import RUNTIMES
 from roofline.model.memory import default_reserve_bytes
 from roofline.model.notes import Note
 from roofline.workload.llm.config import ConfigError, DecoderConfig
-from roofline.workload.llm.phases import Phase, decode, kv_cache_bytes_per_token, prefill
+from roofline.workload.llm.phases import Phase, decode, kv_cache_bytes_per_token, prefill, unfused_bytes
 from roofline.workload.ops.gemm import Linear
 
 DEQUANT_ROW_BAND = 128
@@ -126,7 +126,19 @@ def _dequant(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings) -> O
                                                                "on the vector units")))
 
 
-def phase_cost(phase: Phase, prec: ServingPrecision, c: Ceilings, runtime: str, reuse_bytes: float) -> PhaseCost:
+def _unfused(cost: OpCost, extra_bytes: float) -> OpCost:
+    """The op with its eager kernels' extra passes (`phases.unfused_bytes`), each streamed at the rate the op's
+    own traffic was priced at (the same tensors in the same memory level), run after one another."""
+    if extra_bytes <= 0 or cost.memory_s <= 0 or cost.bytes <= 0:
+        return cost
+    extra_s = extra_bytes * cost.memory_s / cost.bytes
+    return replace(cost, bytes=cost.bytes + extra_bytes, memory_s=cost.memory_s + extra_s,
+                   device_s=cost.device_s + extra_s,
+                   notes=(*cost.notes, Note("unfused", f"eager kernels' own passes: {extra_bytes / 1e6:.3g} MB more")))
+
+
+def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, c: Ceilings, runtime: str,
+               reuse_bytes: float) -> PhaseCost:
     act_bytes = prec.compute.storage_bytes
     linear_ctx = CostContext(c, act_bytes, prec.linear_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
     other_ctx = CostContext(c, act_bytes, prec.other_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
@@ -138,6 +150,8 @@ def phase_cost(phase: Phase, prec: ServingPrecision, c: Ceilings, runtime: str, 
         cost = op_cost(op, "forward", linear_ctx if is_linear else other_ctx)
         if is_linear and prec.weight_only:
             cost = _dequant(cost, op, prec, c)
+        if rt.unfused:
+            cost = _unfused(cost, unfused_bytes(cfg, op, act_bytes, prec.kv_bytes))
         kernels = step.kernels - (step.fp32_noop if prec.compute.storage_bytes == 4 else 0)
         charged.append((rt.charge(cost, c, kernels), step.repeat))
     return PhaseCost(phase, rt.total(_in_order(charged), c), tuple(charged))
@@ -186,7 +200,8 @@ def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: 
     memory = serving_memory(cfg, prec, batch, prompt, output, c.is_gpu, pre)
     reuse = memory.weights + memory.kv_cache
     return ServingPrediction(cfg.name, profile.name, batch, prompt, output, prec, runtime,
-                             phase_cost(pre, prec, c, runtime, reuse), phase_cost(dec, prec, c, runtime, reuse),
+                             phase_cost(cfg, pre, prec, c, runtime, reuse),
+                             phase_cost(cfg, dec, prec, c, runtime, reuse),
                              memory, profile.memory.capacity_bytes.value, c)
 
 

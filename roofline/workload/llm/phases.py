@@ -32,6 +32,13 @@ CACHED_ATTENTION_KERNELS = 4
 """DynamicCache.update appends K and V (two cats), SDPA, and the output made contiguous for o_proj."""
 GELU_NEW_KERNELS = 8
 """GPT-2's gelu_new, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): pow, mul, add, mul, tanh, add, mul, mul."""
+RMSNORM_FP32_PASS_BYTES = 20
+"""Bytes per element LlamaRMSNorm's fp32 kernels move, beyond the one read and one write a fused norm does:
+pow(2) reads and writes fp32 (8), mean(-1) reads it (4), the multiply by rsqrt reads and writes fp32 (8)."""
+ROPE_EXTRA_PASSES = 6
+"""apply_rotary_pos_emb per element of q or k, in elements read + written: x * cos (2), rotate_half's neg of
+one half (1) and cat (2), * sin (2), the add (3) = 10, against the 4 of one fused kernel (x, cos, sin read at
+the op's charge, out written): 6 more."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +104,30 @@ def eager_kernels(cfg: DecoderConfig, op: Op) -> tuple[int, int]:
     if isinstance(op, Activation) and op.fn == "gelu":
         return GELU_NEW_KERNELS, 0
     return 1, 0
+
+
+def unfused_bytes(cfg: DecoderConfig, op: Op, act_bytes: float, kv_bytes: float) -> float:
+    """Bytes eager transformers moves for `op` beyond the op's own (fused) traffic: each of its kernels is
+    its own pass over memory (modeling_llama.py and cache_utils.py, transformers 5.17, read here).
+
+    - RMSNorm: the fp32 passes (`RMSNORM_FP32_PASS_BYTES`) and, in 16-bit, the cast to fp32 and back
+      (a + 4 and 4 + a bytes per element).
+    - Rotary embedding: `ROPE_EXTRA_PASSES` activation elements per element of q or k.
+    - Attention over a DynamicCache: `DynamicLayer.update` is torch.cat([cache, new]) for K and V, which
+      reads the old cache and writes it again with the new tokens (the op already charges the new tokens'
+      write), and the output's `.transpose(1, 2).contiguous()` reads and writes it once more.
+    A compiled or graph-captured runtime fuses these (TensorRT-LLM's kernels, torch.compile); eager does not.
+    """
+    if isinstance(op, LayerNorm) and not cfg.layer_norm:
+        casts = 8 + 2 * act_bytes if act_bytes < 4 else 0
+        return float(op.rows) * op.features * (RMSNORM_FP32_PASS_BYTES + casts)
+    if op.name.startswith("attn.rope") and isinstance(op, Elementwise):
+        return float(op.numel) * ROPE_EXTRA_PASSES * act_bytes
+    if isinstance(op, CachedAttention):
+        old = op.seq_kv - op.seq_q
+        cat = 2 * 2 * float(op.batch) * op.kv_heads * old * op.head_dim * kv_bytes
+        return cat + 2 * float(op.batch) * op.heads * op.seq_q * op.head_dim * act_bytes
+    return 0.0
 
 
 def layer_ops(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_element_ratio: float) -> list[Op]:
