@@ -153,7 +153,7 @@ def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, c: Ceil
         if rt.unfused:
             cost = _unfused(cost, unfused_bytes(cfg, op, act_bytes, prec.kv_bytes))
         kernels = step.kernels - (step.fp32_noop if prec.compute.storage_bytes == 4 else 0)
-        charged.append((rt.charge(cost, c, kernels), step.repeat))
+        charged.append((rt.charge(cost, c, kernels, step.views), step.repeat))
     return PhaseCost(phase, rt.total(_in_order(charged), c), tuple(charged))
 
 

@@ -32,6 +32,13 @@ CACHED_ATTENTION_KERNELS = 4
 """DynamicCache.update appends K and V (two cats), SDPA, and the output made contiguous for o_proj."""
 GELU_NEW_KERNELS = 8
 """GPT-2's gelu_new, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): pow, mul, add, mul, tanh, add, mul, mul."""
+LLAMA_ATTENTION_VIEWS = 14
+"""Tensor calls of LlamaAttention.forward (with sdpa_attention_forward) that launch no kernel but go through
+Python and the dispatcher: q, k, v `.view(...).transpose(1, 2)` (6), apply_rotary_pos_emb's two `unsqueeze`,
+rotate_half's two slices for q and for k (4), the output's `.transpose(1, 2)` and `.reshape` (2)."""
+GPT2_ATTENTION_VIEWS = 9
+"""GPT2Attention.forward: c_attn's output `.split` (1), q, k, v `.view(...).transpose(1, 2)` (6), the output's
+`.transpose(1, 2)` and `.reshape` (2)."""
 RMSNORM_FP32_PASS_BYTES = 20
 """Bytes per element LlamaRMSNorm's fp32 kernels move, beyond the one read and one write a fused norm does:
 pow(2) reads and writes fp32 (8), mean(-1) reads it (4), the multiply by rsqrt reads and writes fp32 (8)."""
@@ -43,13 +50,15 @@ the op's charge, out written): 6 more."""
 
 @dataclass(frozen=True)
 class Step:
-    """One op of a phase, how many times the phase runs it (once per layer for a layer's ops), and how many
-    kernels eager transformers launches for it (`fp32_noop` of them vanish when the model runs in fp32)."""
+    """One op of a phase, how many times the phase runs it (once per layer for a layer's ops), how many
+    kernels eager transformers launches for it (`fp32_noop` of them vanish when the model runs in fp32), and
+    how many of its tensor calls launch none (views: `views`)."""
 
     op: Op
     repeat: int
     kernels: int = 1
     fp32_noop: int = 0
+    views: int = 0
 
 
 @dataclass(frozen=True)
@@ -93,17 +102,18 @@ def _mlp(cfg: DecoderConfig, batch: int, tokens: int) -> list[Op]:
             Linear("mlp.proj", batch=batch, in_features=i, out_features=h, bias=cfg.bias, tokens=tokens)]
 
 
-def eager_kernels(cfg: DecoderConfig, op: Op) -> tuple[int, int]:
-    """(kernels, of which no-ops in fp32) eager transformers launches for `op` of this architecture."""
+def eager_kernels(cfg: DecoderConfig, op: Op) -> tuple[int, int, int]:
+    """(kernels, of which no-ops in fp32, views) eager transformers runs for `op` of this architecture; the
+    attention step carries its layer's views."""
     if isinstance(op, LayerNorm):
-        return (1, 0) if cfg.layer_norm else (RMSNORM_KERNELS, FP32_NOOP_CASTS)
+        return (1, 0, 0) if cfg.layer_norm else (RMSNORM_KERNELS, FP32_NOOP_CASTS, 0)
     if isinstance(op, CachedAttention):
-        return CACHED_ATTENTION_KERNELS, 0
+        return CACHED_ATTENTION_KERNELS, 0, GPT2_ATTENTION_VIEWS if cfg.learned_positions else LLAMA_ATTENTION_VIEWS
     if op.name.startswith("attn.rope"):
-        return ROPE_KERNELS, 0
+        return ROPE_KERNELS, 0, 0
     if isinstance(op, Activation) and op.fn == "gelu":
-        return GELU_NEW_KERNELS, 0
-    return 1, 0
+        return GELU_NEW_KERNELS, 0, 0
+    return 1, 0, 0
 
 
 def unfused_bytes(cfg: DecoderConfig, op: Op, act_bytes: float, kv_bytes: float) -> float:
