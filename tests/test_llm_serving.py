@@ -235,3 +235,56 @@ def test_eager_views_cost_the_host_one_dispatch_each():
     sdpa = next(o for o, _ in pred.decode.costs if o.name == "attn.sdpa")
     base = replace(sdpa, host_s=10e-6, launches=1)
     assert eager_charge(base, c, 4, 14).host_s - eager_charge(base, c, 4, 0).host_s == pytest.approx(14 * 3.91e-6)
+
+
+def test_tensor_parallel_splits_weights_and_kv_cache_closed_form():
+    """Llama-2-70B (h 8192, 80 layers, 64 heads, 8 KV heads of 128, MLP 28672, vocab 32000) on 4 H100s of a
+    DGX H100: each GPU holds a quarter of every linear layer and of the lm_head, the embedding and norms whole,
+    and 2 of the 8 KV heads."""
+    from roofline.model.llm_step import tensor_parallel_group
+
+    hw, cfg = find_profile("h100"), get_config("llama-2-70b")
+    tp = tensor_parallel_group(hw, 4)
+    p = predict_serving(cfg, hw, serving_precision("bf16"), 8, 128, 64, "graph", tp)
+    layer_linear = 2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 28672  # q, o; k, v; gate, up, down
+    linear = 80 * layer_linear + 32000 * 8192  # + lm_head
+    rest = 32000 * 8192 + 80 * 2 * 8192 + 8192  # embedding, two norms a layer, final norm
+    assert p.memory.weights == pytest.approx((linear / 4 + rest) * 2)
+    # K and V, 80 layers, 2 KV heads of 128 on this GPU, 2 B, for 8 x (128 + 64) tokens
+    assert p.memory.kv_cache == pytest.approx(8 * 192 * 2 * 80 * 2 * 128 * 2)
+
+
+def test_tensor_parallel_communication_closed_form():
+    """Two all-reduces a layer of hidden x tokens x 2 B (Megatron-LM) and one all-gather of the logits, on the
+    DGX H100's NVSwitch fabric: bus bandwidth 18 x 25 GB/s x 0.822 = 370 GB/s, 3.4 us a ring step (NCCL's
+    tuner). Decode at batch 16 on 8 GPUs: a 16 x 8192 x 2 = 262144 B all-reduce is a ring of 2 x 7 steps:
+    14 x 3.4 us + 2 x 7/8 x 262144 / 370e9 = 47.6 + 1.24 us (the tree's 14 hops x 28 us are slower), and
+    the logits' 16 x 32000 x 2 = 1024000 B all-gather 7 x 3.4 us + 7/8 x 1024000 / 370e9."""
+    from roofline.model.llm_step import tensor_parallel_group
+
+    hw, cfg = find_profile("h100"), get_config("llama-2-70b")
+    tp = tensor_parallel_group(hw, 8)
+    bw = tp.fabric.bus_bandwidth_bytes_per_s
+    assert bw == pytest.approx(18 * 25e9 * 0.822, rel=1e-3)
+    allreduce = 14 * 3.4e-6 + 2 * 7 / 8 * 262144 / bw
+    gather = 7 * 3.4e-6 + 7 / 8 * 1024000 / bw
+    p = predict_serving(cfg, hw, serving_precision("bf16"), 16, 128, 64, "graph", tp)
+    assert p.decode.communication_s == pytest.approx(2 * 80 * allreduce + gather)
+    one = predict_serving(cfg, hw, serving_precision("bf16"), 16, 128, 64, "graph")
+    assert one.decode.communication_s == 0
+    # the per-GPU ops do an eighth of the linear layers' work: decode FLOPs fall by nearly 8x
+    assert 7.0 < one.decode.flops / p.decode.flops <= 8.0
+
+
+def test_tensor_parallel_cli(capsys):
+    out = run_json(capsys, "predict", "--model", "llama-2-70b", "--gpu", "h100", "--gpus", "4", "--prompt-len", "128",
+                   "--output-len", "64", "--precision", "fp8", "--runtime", "graph")
+    assert out["gpus"] == 4 and out["tensor_parallel"]["communication_s"]["decode"] > 0
+    assert "heads do not divide over 3" in run_error(capsys, "predict", "--model", "llama-3-8b", "--gpu", "h100",
+                                                     "--gpus", "3")
+    assert "no node profile" in run_error(capsys, "predict", "--model", "llama-3-8b", "--gpu", "h200", "--gpus", "2")
+    advice = run_json(capsys, "advise", "--serve", "--model", "llama-2-70b", "--gpu", "h100", "--gpus", "8",
+                      "--precision", "bf16")
+    assert advice["max_batch_size"] > 0  # 138 GB of bf16 weights: 17 GB a GPU
+    assert "--gpus" in run_error(capsys, "advise", "--serve", "--model", "llama-2-70b", "--gpu", "h100",
+                                 "--precision", "bf16")

@@ -75,9 +75,27 @@ class Phase:
         return float(sum(s.op.flops("forward") * s.repeat for s in self.steps))
 
 
-def _mlp(cfg: DecoderConfig, batch: int, tokens: int) -> list[Op]:
+def tensor_parallel_heads(cfg: DecoderConfig, tp: int) -> tuple[int, int]:
+    """(query heads, KV heads) one of `tp` tensor-parallel ranks holds (Megatron-LM splits attention by heads).
+    KV heads fewer than the ranks are replicated, one per rank (as TensorRT-LLM and vLLM do for GQA); the heads,
+    the KV heads (or the ranks, when there are fewer KV heads) and the MLP's width must divide evenly."""
+    if not isinstance(tp, int) or tp < 1:
+        raise ConfigError(f"--gpus must be a positive integer, got {tp!r}")
+    if cfg.heads % tp:
+        raise ConfigError(f"{cfg.name}: {cfg.heads} attention heads do not divide over {tp} tensor-parallel GPUs")
+    if cfg.kv_heads % tp and tp % cfg.kv_heads:
+        raise ConfigError(f"{cfg.name}: {cfg.kv_heads} key/value heads neither divide over nor replicate onto "
+                          f"{tp} tensor-parallel GPUs")
+    if cfg.intermediate % tp:
+        raise ConfigError(f"{cfg.name}: the MLP width {cfg.intermediate} does not divide over {tp} "
+                          "tensor-parallel GPUs")
+    return cfg.heads // tp, max(1, cfg.kv_heads // tp)
+
+
+def _mlp(cfg: DecoderConfig, batch: int, tokens: int, tp: int = 1) -> list[Op]:
+    """The MLP of one of `tp` ranks: the first matrices split by columns, the last by rows (Megatron-LM)."""
     rows = batch * tokens
-    h, i = cfg.hidden, cfg.intermediate
+    h, i = cfg.hidden, cfg.intermediate // tp
     if cfg.experts > 1:
         used = min(float(cfg.experts), expected_distinct_experts(rows, cfg.experts, cfg.top_k))
         def proj(name: str, a: int, b: int) -> ExpertLinear:
@@ -140,33 +158,37 @@ def unfused_bytes(cfg: DecoderConfig, op: Op, act_bytes: float, kv_bytes: float)
     return 0.0
 
 
-def layer_ops(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_element_ratio: float) -> list[Op]:
-    """One decoder layer over `tokens` new tokens per sequence attending to `context` (new ones included).
-    GPT-2 projects q, k and v with one fused layer (c_attn); Llama-style models with three."""
+def layer_ops(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_element_ratio: float,
+              tp: int = 1) -> list[Op]:
+    """One decoder layer over `tokens` new tokens per sequence attending to `context` (new ones included), as
+    one of `tp` tensor-parallel ranks runs it: its heads' q, k, v and o columns and rows, its share of the MLP;
+    norms and residual adds are replicated. GPT-2 projects q, k and v with one fused layer (c_attn);
+    Llama-style models with three."""
     rows = batch * tokens
-    h, kv = cfg.hidden, cfg.kv_width
+    heads, kv_heads = tensor_parallel_heads(cfg, tp)
+    h, q, kv = cfg.hidden, heads * cfg.head_dim, kv_heads * cfg.head_dim
     qkv_bias = cfg.bias or cfg.qkv_bias
     ops: list[Op] = [LayerNorm("attn.norm", rows=rows, features=h)]
     if cfg.learned_positions:
-        ops.append(Linear("attn.c_attn", batch=batch, in_features=h, out_features=h + 2 * kv, bias=qkv_bias,
+        ops.append(Linear("attn.c_attn", batch=batch, in_features=h, out_features=q + 2 * kv, bias=qkv_bias,
                           tokens=tokens))
     else:
         ops += [
-            Linear("attn.q_proj", batch=batch, in_features=h, out_features=h, bias=qkv_bias, tokens=tokens),
+            Linear("attn.q_proj", batch=batch, in_features=h, out_features=q, bias=qkv_bias, tokens=tokens),
             Linear("attn.k_proj", batch=batch, in_features=h, out_features=kv, bias=qkv_bias, tokens=tokens),
             Linear("attn.v_proj", batch=batch, in_features=h, out_features=kv, bias=qkv_bias, tokens=tokens),
         ]
     if not cfg.learned_positions:
-        ops += [Elementwise("attn.rope_q", numel=rows * h, inputs=3, op="mul"),
+        ops += [Elementwise("attn.rope_q", numel=rows * q, inputs=3, op="mul"),
                 Elementwise("attn.rope_k", numel=rows * kv, inputs=3, op="mul")]
     ops += [
-        CachedAttention("attn.sdpa", batch=batch, heads=cfg.heads, seq_q=tokens, seq_kv=context,
-                        head_dim=cfg.head_dim, causal=tokens != 1, kv_heads=cfg.kv_heads,
+        CachedAttention("attn.sdpa", batch=batch, heads=heads, seq_q=tokens, seq_kv=context,
+                        head_dim=cfg.head_dim, causal=tokens != 1, kv_heads=kv_heads,
                         kv_element_ratio=kv_element_ratio),
-        Linear("attn.o_proj", batch=batch, in_features=h, out_features=h, bias=cfg.bias, tokens=tokens),
+        Linear("attn.o_proj", batch=batch, in_features=q, out_features=h, bias=cfg.bias, tokens=tokens),
         Elementwise("attn.residual", numel=rows * h, inputs=2, op="add"),
         LayerNorm("mlp.norm", rows=rows, features=h),
-        *_mlp(cfg, batch, tokens),
+        *_mlp(cfg, batch, tokens, tp),
         Elementwise("mlp.residual", numel=rows * h, inputs=2, op="add"),
     ]
     return ops
@@ -184,8 +206,10 @@ def _check(cfg: DecoderConfig, batch: Any, tokens: Any, context: Any) -> None:
 
 
 def phase(cfg: DecoderConfig, name: str, batch: int, tokens: int, context: int,
-          kv_element_ratio: float = 1.0) -> Phase:
-    """Embedding, `layers` decoder layers, final norm, lm_head on the last position, argmax."""
+          kv_element_ratio: float = 1.0, tp: int = 1) -> Phase:
+    """Embedding, `layers` decoder layers, final norm, lm_head on the last position, argmax, as one of `tp`
+    tensor-parallel ranks runs them: the embedding table replicated (TensorRT-LLM's default,
+    use_parallel_embedding off), the lm_head split by vocabulary columns (its logits gathered after it)."""
     _check(cfg, batch, tokens, context)
     rows = batch * tokens
     head: list[Op] = [Embedding("embed.tokens", num_embeddings=cfg.vocab, dim=cfg.hidden, tokens=rows)]
@@ -194,26 +218,27 @@ def phase(cfg: DecoderConfig, name: str, batch: int, tokens: int, context: int,
                  Elementwise("embed.add", numel=rows * cfg.hidden, inputs=2, op="add")]
     tail: list[Op] = [
         LayerNorm("final.norm", rows=rows, features=cfg.hidden),
-        Linear("lm_head", batch=batch, in_features=cfg.hidden, out_features=cfg.vocab, bias=False,
+        Linear("lm_head", batch=batch, in_features=cfg.hidden, out_features=-(-cfg.vocab // tp), bias=False,
                tied=cfg.tied_embeddings),
         Reduce("sample.argmax", numel_in=batch * cfg.vocab, numel_out=batch),
     ]
     steps = ([Step(op, 1, *eager_kernels(cfg, op)) for op in head]
              + [Step(op, cfg.layers, *eager_kernels(cfg, op))
-                for op in layer_ops(cfg, batch, tokens, context, kv_element_ratio)]
+                for op in layer_ops(cfg, batch, tokens, context, kv_element_ratio, tp)]
              + [Step(op, 1, *eager_kernels(cfg, op)) for op in tail])
     return Phase(name, batch, tokens, context, tuple(steps))
 
 
-def prefill(cfg: DecoderConfig, batch: int, prompt: int, kv_element_ratio: float = 1.0) -> Phase:
-    return phase(cfg, "prefill", batch, prompt, prompt, kv_element_ratio)
+def prefill(cfg: DecoderConfig, batch: int, prompt: int, kv_element_ratio: float = 1.0, tp: int = 1) -> Phase:
+    return phase(cfg, "prefill", batch, prompt, prompt, kv_element_ratio, tp)
 
 
-def decode(cfg: DecoderConfig, batch: int, context: int, kv_element_ratio: float = 1.0) -> Phase:
+def decode(cfg: DecoderConfig, batch: int, context: int, kv_element_ratio: float = 1.0, tp: int = 1) -> Phase:
     """One decode step: one new token per sequence, attending to `context` tokens (itself included)."""
-    return phase(cfg, "decode", batch, 1, context, kv_element_ratio)
+    return phase(cfg, "decode", batch, 1, context, kv_element_ratio, tp)
 
 
-def kv_cache_bytes_per_token(cfg: DecoderConfig, kv_bytes: float) -> float:
-    """K and V of every layer for one token: 2 x layers x kv_heads x head_dim x bytes."""
-    return 2.0 * cfg.layers * cfg.kv_width * kv_bytes
+def kv_cache_bytes_per_token(cfg: DecoderConfig, kv_bytes: float, tp: int = 1) -> float:
+    """K and V of every layer for one token on one of `tp` ranks: 2 x layers x its KV heads x head_dim x
+    bytes."""
+    return 2.0 * cfg.layers * tensor_parallel_heads(cfg, tp)[1] * cfg.head_dim * kv_bytes
