@@ -288,3 +288,14 @@ def test_tensor_parallel_cli(capsys):
     assert advice["max_batch_size"] > 0  # 138 GB of bf16 weights: 17 GB a GPU
     assert "--gpus" in run_error(capsys, "advise", "--serve", "--model", "llama-2-70b", "--gpu", "h100",
                                  "--precision", "bf16")
+
+
+def test_int4_products_pad_to_the_16_row_mma_tile():
+    """tinygemm (int4mm.cu, kMTileSize 16): a batch-1 int4 q_proj of Llama-2-7B on an A100 computes 16 padded
+    rows, 2 x 16 x 4096 x 4096 FLOP at the sustained bf16 tensor rate (271.2 TFLOP/s), plus dequantising
+    4096 x 4096 weights at 4 operations each on the bf16 vector units (2 x 19.49 TFLOP/s)."""
+    hw = find_profile("a100-sxm4-80gb")
+    p = predict_serving(get_config("llama-2-7b"), hw, serving_precision("int4", group_size=32), 1, 5, 200, "graph")
+    q = next(o for o, _ in p.decode.costs if o.name == "attn.q_proj")
+    vector = p.ceilings.vector_flops_per_s
+    assert q.compute_s == pytest.approx(2 * 16 * 4096 * 4096 / 271.2e12 + 4096 * 4096 * 4 / vector)

@@ -163,12 +163,22 @@ def _linear_params(cfg: DecoderConfig, tp: int = 1) -> int:
                    and not getattr(s.op, "tied", False)))
 
 
+INT4_MMA_ROWS = 16
+"""Rows of activations one int4 weight-only product pads to: PyTorch's tinygemm kernel (`_weight_int4pack_mm`,
+which gpt-fast's int4 path calls; aten/src/ATen/native/cuda/int4mm.cu, ALayout_RM::kMTileSize = 16) issues
+mma.m16n8k16 on 16-row tiles of A, not a cuBLAS GEMM's 64- to 256-row tiles."""
+
+
 def _dequant(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings) -> OpCost:
     weights = float(op.traffic("forward").weights_read)
     bands = math.ceil(float(op.rows) / DEQUANT_ROW_BAND)
     dequant_s = weights * bands * prec.dequant_flops_per_weight / c.vector_flops_per_s
-    compute_s = cost.compute_s + dequant_s
-    device_s = max(cost.device_s, compute_s)
+    tensor_s = cost.compute_s
+    if prec.name == "int4" and c.matrix_flops_per_s and op.rows < DEQUANT_ROW_BAND:
+        padded = math.ceil(float(op.rows) / INT4_MMA_ROWS) * INT4_MMA_ROWS
+        tensor_s = 2.0 * padded * op.in_features * op.out_features / c.matrix_flops_per_s
+    compute_s = tensor_s + dequant_s
+    device_s = max(compute_s, cost.memory_s, c.launch_s if c.is_gpu else 0.0)
     bound = "compute" if compute_s >= max(cost.memory_s, cost.host_s) else cost.bound
     return replace(cost, compute_s=compute_s, device_s=device_s, bound=bound,
                    notes=(*cost.notes, Note("dequantization", f"dequantise {prec.name}: {dequant_s * 1e6:.3g} us "
