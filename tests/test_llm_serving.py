@@ -299,3 +299,18 @@ def test_int4_products_pad_to_the_16_row_mma_tile():
     q = next(o for o, _ in p.decode.costs if o.name == "attn.q_proj")
     vector = p.ceilings.vector_flops_per_s
     assert q.compute_s == pytest.approx(2 * 16 * 4096 * 4096 / 271.2e12 + 4096 * 4096 * 4 / vector)
+
+
+@pytest.mark.parametrize("model, prompt, batch, measured_bytes", [
+    # torch.cuda.max_memory_allocated() around transformers generate (bf16, 1 and 65 new tokens) on one H100,
+    # benchmarks/results/gpu-live-h100.json, llm section, run 1
+    ("llama-3-8b", 512, 1, 16256888320), ("llama-3-8b", 512, 8, 17154321920),
+    ("llama-3-8b", 512, 32, 20231237120), ("llama-3-8b", 512, 64, 24333790720),
+    ("llama-3-8b", 2048, 8, 20231237120), ("llama-2-7b", 512, 1, 13864300032),
+])
+def test_serving_memory_matches_the_measured_peak_allocation(model, prompt, batch, measured_bytes):
+    """Weights, KV cache and the largest live activation pair (the allocator's peak; the workspace reserve is
+    the CUDA context and cuBLAS's, outside it) within 5% of what PyTorch's allocator measured."""
+    p = predict_serving(get_config(model), find_profile("h100"), serving_precision("bf16"), batch, prompt, 65)
+    tensors = p.memory.total - p.memory.workspace
+    assert tensors == pytest.approx(measured_bytes, rel=0.05)
