@@ -198,10 +198,11 @@ def _unfused(cost: OpCost, extra_bytes: float) -> OpCost:
 
 def tensor_parallel_s(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, tp: TensorParallel | None) -> float:
     """2 x layers all-reduces of hidden x tokens activations (Megatron-LM) and the all-gather of the last
-    position's logits (batch x vocabulary), in the activations' dtype."""
+    position's logits (batch x vocabulary), in the residual stream's dtype: 16-bit under fp8 weights, whose
+    recipes quantise only the products' inputs (TensorRT-LLM's --enable_fp8, Transformer Engine)."""
     if tp is None or tp.gpus == 1:
         return 0.0
-    act = int(prec.compute.storage_bytes)
+    act = max(2, int(prec.compute.storage_bytes))
     message = tp_message_bytes(cfg.hidden, phase.batch * phase.new_tokens, act)
     logits = float(phase.batch) * cfg.vocab * act
     return (tensor_parallel_token_s(message, cfg.layers, tp.fabric, tp.algorithm)
