@@ -604,6 +604,15 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
     out = prediction_dict(preds[0])
     out["batches"] = [{"batch_size": p.batch, "ttft_s": p.ttft_s, "tpot_s": p.tpot_s,
                        "tokens_per_s": p.tokens_per_s, "memory_bytes": p.memory.total} for p in preds]
+    if tp is not None:
+        # DESIGN's multi-GPU keys: the request's all-reduces (none overlapped), against one GPU running it alone
+        # (priced even where the model would not fit one GPU: time only)
+        first = preds[0]
+        single = predict_request(cfg, profile, prec, first.batch, prompt_len, output_len, runtime)
+        communication = first.prefill.communication_s + (output_len - 1) * first.decode.communication_s
+        out |= {"communication_s": communication, "exposed_communication_s": communication,
+                "scaling_efficiency": single.request_s / (tp.gpus * first.request_s),
+                "single_gpu_request_s": single.request_s, "buckets": []}
     return out
 
 

@@ -280,6 +280,9 @@ def test_tensor_parallel_cli(capsys):
     out = run_json(capsys, "predict", "--model", "llama-2-70b", "--gpu", "h100", "--gpus", "4", "--prompt-len", "128",
                    "--output-len", "64", "--precision", "fp8", "--runtime", "graph")
     assert out["gpus"] == 4 and out["tensor_parallel"]["communication_s"]["decode"] > 0
+    # DESIGN's multi-GPU keys; nothing overlaps the all-reduces, and 4 GPUs cannot be more than 4x one
+    assert out["exposed_communication_s"] == out["communication_s"] > 0 and out["buckets"] == []
+    assert 0 < out["scaling_efficiency"] <= 1
     assert "heads do not divide over 3" in run_error(capsys, "predict", "--model", "llama-3-8b", "--gpu", "h100",
                                                      "--gpus", "3")
     assert "no node profile" in run_error(capsys, "predict", "--model", "llama-3-8b", "--gpu", "h200", "--gpus", "2")
