@@ -599,24 +599,36 @@ def _serving_precision(profile: Profile, precision: str | None, kv_precision: st
 def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None, cpu: str | None = None,
                     batch: int | Sequence[int] | str = 1, prompt_len: int = 512, output_len: int = 128,
                     precision: str | None = None, kv_precision: str | None = None, group_size: int = 128,
-                    runtime: str = "eager", allow_oversize: bool = False) -> dict[str, Any]:
+                    runtime: str = "eager", allow_oversize: bool = False, gpus: int = 1, node: str | None = None,
+                    nodes: int = 1, allreduce: str = "auto") -> dict[str, Any]:
     """A language model served on a device: time to first token, time per output token, tokens/s, memory and
-    both phases per op (the `predict --model LLM --prompt-len P --output-len O` document)."""
+    both phases per op (the `predict --model LLM --prompt-len P --output-len O` document). `gpus` > 1 splits
+    the model over that many GPUs of a node (tensor parallelism)."""
     from roofline.model.llm_step import predict_serving as predict_request
-    from roofline.model.llm_step import require_fit
+    from roofline.model.llm_step import require_fit, tensor_parallel_group
     from roofline.report.serving_doc import prediction_dict
     from roofline.workload.llm.builtins import get_config
 
     cfg = get_config(model)
     profile = select_profile(hw, gpu, cpu)
     prec = _serving_precision(profile, precision, kv_precision, group_size)
-    preds = [predict_request(cfg, profile, prec, b, prompt_len, output_len, runtime) for b in _batches(batch)]
+    tp = tensor_parallel_group(profile, gpus, node, nodes, allreduce)
+    preds = [predict_request(cfg, profile, prec, b, prompt_len, output_len, runtime, tp) for b in _batches(batch)]
     if not allow_oversize:
         for p in preds:
             require_fit(p)
     out = prediction_dict(preds[0])
     out["batches"] = [{"batch_size": p.batch, "ttft_s": p.ttft_s, "tpot_s": p.tpot_s,
                        "tokens_per_s": p.tokens_per_s, "memory_bytes": p.memory.total} for p in preds]
+    if tp is not None:
+        # DESIGN's multi-GPU keys: the request's all-reduces (none overlapped), against one GPU running it alone
+        # (priced even where the model would not fit one GPU: time only)
+        first = preds[0]
+        single = predict_request(cfg, profile, prec, first.batch, prompt_len, output_len, runtime)
+        communication = first.prefill.communication_s + (output_len - 1) * first.decode.communication_s
+        out |= {"communication_s": communication, "exposed_communication_s": communication,
+                "scaling_efficiency": single.request_s / (tp.gpus * first.request_s),
+                "single_gpu_request_s": single.request_s, "buckets": []}
     return out
 
 
@@ -624,10 +636,13 @@ def advise_serving(model: str, *, hw: str | None = None, gpu: str | None = None,
                    prompt_len: int = 512, output_len: int = 128, precision: str = "auto",
                    kv_precision: str | None = None, group_size: int = 128, runtime: str = "eager",
                    tpot_ms: float | None = None, ttft_ms: float | None = None,
-                   plot: str | Path | None = None, force: bool = False) -> dict[str, Any]:
+                   plot: str | Path | None = None, force: bool = False, gpus: int = 1,
+                   node: str | None = None) -> dict[str, Any]:
     """Concurrent sequences, weight precision and KV precision for the most tokens/s within the latency
-    targets and memory, with reasons in numbers (the `advise --serve` document)."""
+    targets and memory, with reasons in numbers (the `advise --serve` document); on `gpus` tensor-parallel
+    GPUs of a node when more than one."""
     from roofline.advise.serving import advise_serving as advise_request
+    from roofline.model.llm_step import tensor_parallel_group
     from roofline.report.serving_doc import advice_dict
     from roofline.workload.llm.builtins import get_config
 
@@ -636,13 +651,14 @@ def advise_serving(model: str, *, hw: str | None = None, gpu: str | None = None,
             raise RooflineError(f"--{flag} must be a positive number of milliseconds, got {value}")
     cfg = get_config(model)
     profile = select_profile(hw, gpu, cpu)
+    tp = tensor_parallel_group(profile, gpus, node)
     target = None
     if plot:
         from roofline.report.plots import plot_path
 
         target = plot_path(str(plot), cfg.name, profile.name, force)
     advice = advise_request(cfg, profile, prompt_len, output_len, runtime, precision or "auto", kv_precision,
-                            group_size, tpot_ms / 1e3 if tpot_ms else None, ttft_ms / 1e3 if ttft_ms else None)
+                            group_size, tpot_ms / 1e3 if tpot_ms else None, ttft_ms / 1e3 if ttft_ms else None, tp)
     out = advice_dict(advice)
     if target is not None:
         from roofline.report.serving_plot import write_serving_plots

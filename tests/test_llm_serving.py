@@ -77,6 +77,36 @@ def test_eager_runtime_costs_more_per_token_than_a_graph():
     assert eager.tpot_s > graph.tpot_s
 
 
+def test_unfused_eager_passes_closed_form():
+    """Bytes eager transformers moves beyond one fused kernel per op, Llama-3-8B shapes (h 4096, 8 KV heads of
+    128), bf16 activations and KV cache (2 B)."""
+    from roofline.workload.llm.phases import decode, prefill, unfused_bytes
+
+    cfg = get_config("llama-3-8b")
+    ops = {s.op.name: s.op for s in prefill(cfg, 2, 16).steps}
+    # RMSNorm: fp32 pow 8 + mean 4 + mul 8 = 20, casts (2 + 4) + (4 + 2) = 12: 32 B per element, 2 x 16 x 4096 elements
+    assert unfused_bytes(cfg, ops["attn.norm"], 2, 2) == 2 * 16 * 4096 * 32
+    # in fp32 the casts are no-ops: 20 B per element
+    assert unfused_bytes(cfg, ops["attn.norm"], 4, 4) == 2 * 16 * 4096 * 20
+    # rotary embedding on k: 6 more elements of 2 B per element of 2 x 16 x 1024
+    assert unfused_bytes(cfg, ops["attn.rope_k"], 2, 2) == 2 * 16 * 1024 * 6 * 2
+    # prefill: no old cache to copy; the output made contiguous: read + write 2 x 16 x 4096 x 2 B
+    assert unfused_bytes(cfg, ops["attn.sdpa"], 2, 2) == 2 * 2 * 16 * 4096 * 2
+    # decode at context 100: torch.cat reads and rewrites 99 old tokens of K and V (8 x 128 x 2 B each)
+    sdpa = next(s.op for s in decode(cfg, 2, 100).steps if s.op.name == "attn.sdpa")
+    assert unfused_bytes(cfg, sdpa, 2, 2) == 2 * 2 * 2 * 8 * 99 * 128 * 2 + 2 * 2 * 4096 * 2
+    assert unfused_bytes(cfg, ops["mlp.gate"], 2, 2) == 0
+
+
+def test_graph_runtime_has_no_unfused_passes():
+    """The eager runtime's extra passes make its prefill slower than the graph's on a device-bound prompt."""
+    hw = find_profile("h100")
+    cfg = get_config("llama-3-8b")
+    eager = predict_serving(cfg, hw, serving_precision("bf16"), 32, 512, 2, "eager")
+    graph = predict_serving(cfg, hw, serving_precision("bf16"), 32, 512, 2, "graph")
+    assert eager.prefill.bytes > graph.prefill.bytes
+
+
 def test_moe_reads_more_experts_at_larger_batch():
     hw = find_profile("h100")
     cfg = get_config("mixtral-8x7b")
@@ -189,3 +219,101 @@ def test_zoo_gpt2_stays_a_whole_step_unless_serving_is_asked(capsys):
     served = run_json(capsys, "predict", "--model", "gpt2", "--gpu", "v100", "--precision", "fp16",
                       "--prompt-len", "128", "--output-len", "16")
     assert "ttft_s" in served
+
+
+def test_eager_views_cost_the_host_one_dispatch_each():
+    """A tensor call that launches nothing still pays Python and the dispatcher: the H100 runtime profile's
+    measured 3.91 us each, so LlamaAttention's 14 views add 14 x 3.91 = 54.7 us of host to the op."""
+    from dataclasses import replace
+
+    from roofline.model.ceilings import ceilings_for
+    from roofline.model.llm_runtime import eager_charge
+    from roofline.workload.precision import get_precision
+
+    c = ceilings_for(find_profile("h100"), get_precision("bf16"))
+    pred = predict_serving(get_config("llama-3-8b"), find_profile("h100"), serving_precision("bf16"), 1, 8, 4, "graph")
+    sdpa = next(o for o, _ in pred.decode.costs if o.name == "attn.sdpa")
+    base = replace(sdpa, host_s=10e-6, launches=1)
+    assert eager_charge(base, c, 4, 14).host_s - eager_charge(base, c, 4, 0).host_s == pytest.approx(14 * 3.91e-6)
+
+
+def test_tensor_parallel_splits_weights_and_kv_cache_closed_form():
+    """Llama-2-70B (h 8192, 80 layers, 64 heads, 8 KV heads of 128, MLP 28672, vocab 32000) on 4 H100s of a
+    DGX H100: each GPU holds a quarter of every linear layer and of the lm_head, the embedding and norms whole,
+    and 2 of the 8 KV heads."""
+    from roofline.model.llm_step import tensor_parallel_group
+
+    hw, cfg = find_profile("h100"), get_config("llama-2-70b")
+    tp = tensor_parallel_group(hw, 4)
+    p = predict_serving(cfg, hw, serving_precision("bf16"), 8, 128, 64, "graph", tp)
+    layer_linear = 2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 28672  # q, o; k, v; gate, up, down
+    linear = 80 * layer_linear + 32000 * 8192  # + lm_head
+    rest = 32000 * 8192 + 80 * 2 * 8192 + 8192  # embedding, two norms a layer, final norm
+    assert p.memory.weights == pytest.approx((linear / 4 + rest) * 2)
+    # K and V, 80 layers, 2 KV heads of 128 on this GPU, 2 B, for 8 x (128 + 64) tokens
+    assert p.memory.kv_cache == pytest.approx(8 * 192 * 2 * 80 * 2 * 128 * 2)
+
+
+def test_tensor_parallel_communication_closed_form():
+    """Two all-reduces a layer of hidden x tokens x 2 B (Megatron-LM) and one all-gather of the logits, on the
+    DGX H100's NVSwitch fabric: bus bandwidth 18 x 25 GB/s x 0.822 = 370 GB/s, 3.4 us a ring step (NCCL's
+    tuner). Decode at batch 16 on 8 GPUs: a 16 x 8192 x 2 = 262144 B all-reduce is a ring of 2 x 7 steps:
+    14 x 3.4 us + 2 x 7/8 x 262144 / 370e9 = 47.6 + 1.24 us (the tree's 14 hops x 28 us are slower), and
+    the logits' 16 x 32000 x 2 = 1024000 B all-gather 7 x 3.4 us + 7/8 x 1024000 / 370e9."""
+    from roofline.model.llm_step import tensor_parallel_group
+
+    hw, cfg = find_profile("h100"), get_config("llama-2-70b")
+    tp = tensor_parallel_group(hw, 8)
+    bw = tp.fabric.bus_bandwidth_bytes_per_s
+    assert bw == pytest.approx(18 * 25e9 * 0.822, rel=1e-3)
+    allreduce = 14 * 3.4e-6 + 2 * 7 / 8 * 262144 / bw
+    gather = 7 * 3.4e-6 + 7 / 8 * 1024000 / bw
+    p = predict_serving(cfg, hw, serving_precision("bf16"), 16, 128, 64, "graph", tp)
+    assert p.decode.communication_s == pytest.approx(2 * 80 * allreduce + gather)
+    one = predict_serving(cfg, hw, serving_precision("bf16"), 16, 128, 64, "graph")
+    assert one.decode.communication_s == 0
+    # the per-GPU ops do an eighth of the linear layers' work: decode FLOPs fall by nearly 8x
+    assert 7.0 < one.decode.flops / p.decode.flops <= 8.0
+
+
+def test_tensor_parallel_cli(capsys):
+    out = run_json(capsys, "predict", "--model", "llama-2-70b", "--gpu", "h100", "--gpus", "4", "--prompt-len", "128",
+                   "--output-len", "64", "--precision", "fp8", "--runtime", "graph")
+    assert out["gpus"] == 4 and out["tensor_parallel"]["communication_s"]["decode"] > 0
+    # DESIGN's multi-GPU keys; nothing overlaps the all-reduces, and 4 GPUs cannot be more than 4x one
+    assert out["exposed_communication_s"] == out["communication_s"] > 0 and out["buckets"] == []
+    assert 0 < out["scaling_efficiency"] <= 1
+    assert "heads do not divide over 3" in run_error(capsys, "predict", "--model", "llama-3-8b", "--gpu", "h100",
+                                                     "--gpus", "3")
+    assert "no node profile" in run_error(capsys, "predict", "--model", "llama-3-8b", "--gpu", "h200", "--gpus", "2")
+    advice = run_json(capsys, "advise", "--serve", "--model", "llama-2-70b", "--gpu", "h100", "--gpus", "8",
+                      "--precision", "bf16")
+    assert advice["max_batch_size"] > 0  # 138 GB of bf16 weights: 17 GB a GPU
+    assert "--gpus" in run_error(capsys, "advise", "--serve", "--model", "llama-2-70b", "--gpu", "h100",
+                                 "--precision", "bf16")
+
+
+def test_int4_products_pad_to_the_16_row_mma_tile():
+    """tinygemm (int4mm.cu, kMTileSize 16): a batch-1 int4 q_proj of Llama-2-7B on an A100 computes 16 padded
+    rows, 2 x 16 x 4096 x 4096 FLOP at the sustained bf16 tensor rate (271.2 TFLOP/s), plus dequantising
+    4096 x 4096 weights at 4 operations each on the bf16 vector units (2 x 19.49 TFLOP/s)."""
+    hw = find_profile("a100-sxm4-80gb")
+    p = predict_serving(get_config("llama-2-7b"), hw, serving_precision("int4", group_size=32), 1, 5, 200, "graph")
+    q = next(o for o, _ in p.decode.costs if o.name == "attn.q_proj")
+    vector = p.ceilings.vector_flops_per_s
+    assert q.compute_s == pytest.approx(2 * 16 * 4096 * 4096 / 271.2e12 + 4096 * 4096 * 4 / vector)
+
+
+@pytest.mark.parametrize("model, prompt, batch, measured_bytes", [
+    # torch.cuda.max_memory_allocated() around transformers generate (bf16, 1 and 65 new tokens) on one H100,
+    # benchmarks/results/gpu-live-h100.json, llm section, run 1
+    ("llama-3-8b", 512, 1, 16256888320), ("llama-3-8b", 512, 8, 17154321920),
+    ("llama-3-8b", 512, 32, 20231237120), ("llama-3-8b", 512, 64, 24333790720),
+    ("llama-3-8b", 2048, 8, 20231237120), ("llama-2-7b", 512, 1, 13864300032),
+])
+def test_serving_memory_matches_the_measured_peak_allocation(model, prompt, batch, measured_bytes):
+    """Weights, KV cache and the largest live activation pair (the allocator's peak; the workspace reserve is
+    the CUDA context and cuBLAS's, outside it) within 5% of what PyTorch's allocator measured."""
+    p = predict_serving(get_config(model), find_profile("h100"), serving_precision("bf16"), batch, prompt, 65)
+    tensors = p.memory.total - p.memory.workspace
+    assert tensors == pytest.approx(measured_bytes, rel=0.05)

@@ -2,21 +2,25 @@
 
 Each row states its figure as a rate or a latency (`metric`); the comparison is on the time it implies, in
 seconds, as every comparer's: time per output token (decode_tokens_per_s), the whole request
-(tokens_per_s, output tokens over the request), time to first token (prefill_tokens_per_s, ttft_s).
+(tokens_per_s, output tokens over the request; tokens_per_s_per_gpu, the same per GPU of a tensor-parallel
+group), time to first token (prefill_tokens_per_s, ttft_s).
 Predictions are `roofline.model.llm_step.predict_serving` with the shipped profiles, the row's model, precision
 (weight-only int8/int4 computing in bf16; fp8 with its KV cache where the row says), batch, prompt and output
-lengths and runtime; whether the batch fits is shown, not enforced (TensorRT-LLM pages its KV cache).
+lengths and runtime, on the row's `gpus` tensor-parallel GPUs of the node profile holding its GPU; whether the
+batch fits is shown, not enforced (TensorRT-LLM pages its KV cache).
 """
 
 from __future__ import annotations
 
+import math
+import statistics
 from typing import Any
 
 from benchmarks.published_kinds.record import Comparison, DatasetError, source_blocks
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
 from roofline.model.llm_precision import serving_precision
-from roofline.model.llm_step import ServingPrediction, predict_serving
+from roofline.model.llm_step import ServingPrediction, predict_serving, tensor_parallel_group
 from roofline.workload.llm.builtins import get_config
 
 RESULT_STEM = "published-llm-serving"
@@ -24,7 +28,33 @@ TITLE = "LLM serving on one GPU: predicted vs published"
 METRIC = "time per output token, per request or to the first token"
 GROUP_KEYS = ("model", "gpu", "precision", "metric", "source")
 TARGET_GROUPS = ("metric",)
-METRICS = ("decode_tokens_per_s", "tokens_per_s", "prefill_tokens_per_s", "ttft_s")
+METRICS = ("decode_tokens_per_s", "tokens_per_s", "tokens_per_s_per_gpu", "prefill_tokens_per_s", "ttft_s")
+
+TARGETS_OF = "issue 18"
+METRIC_TARGETS = {"decode_tokens_per_s": 0.15, "tokens_per_s": 0.15, "tokens_per_s_per_gpu": 0.15, "ttft_s": 0.25,
+                  "prefill_tokens_per_s": 0.25}
+"""Issue 18 on the published GPU record: median |error| <= 15 % on decode tokens/s and <= 25 % on time to first
+token. A request's output tokens/s (tokens_per_s) is a rate of generated tokens and takes the decode target;
+a prefill rate is the time to the first token and takes TTFT's."""
+HELD_OUT_RATIO = 1.3
+"""Issue 18: the held-out part's median |error| within 1.3x the fitted part's."""
+
+
+def check_targets(parts: dict[str, list[Comparison]]) -> list[dict[str, Any]]:
+    """Issue 18's targets: per metric over all rows, and the held-out part against the fitted part."""
+    checks = []
+    for metric, limit in METRIC_TARGETS.items():
+        errors = [abs(c.error) for c in parts["all"] if c.groups["metric"] == metric]
+        if errors:
+            value = statistics.median(errors)
+            checks.append({"target": f"{metric} ({len(errors)} rows): median abs error <= {limit:.0%}",
+                           "unit": "abs error", "value": value, "met": value <= limit})
+    fitted, held = ([abs(c.error) for c in parts[p]] for p in ("fitted", "held_out"))
+    if fitted and held:
+        ratio = statistics.median(held) / statistics.median(fitted) if statistics.median(fitted) else math.inf
+        checks.append({"target": f"held-out median <= {HELD_OUT_RATIO}x fitted median", "unit": "ratio",
+                       "value": ratio, "met": ratio <= HELD_OUT_RATIO})
+    return checks
 
 
 def published_time_s(row: dict[str, Any]) -> float:
@@ -34,14 +64,16 @@ def published_time_s(row: dict[str, Any]) -> float:
         return batch / value
     if metric == "tokens_per_s":
         return batch * row["output"] / value
+    if metric == "tokens_per_s_per_gpu":
+        return batch * row["output"] / (value * row.get("gpus", 1))
     if metric == "prefill_tokens_per_s":
         return batch * row["prompt"] / value
     return value
 
 
 def predicted_time_s(row: dict[str, Any], p: ServingPrediction) -> float:
-    return {"decode_tokens_per_s": p.tpot_s, "tokens_per_s": p.request_s, "prefill_tokens_per_s": p.ttft_s,
-            "ttft_s": p.ttft_s}[row["metric"]]
+    return {"decode_tokens_per_s": p.tpot_s, "tokens_per_s": p.request_s, "tokens_per_s_per_gpu": p.request_s,
+            "prefill_tokens_per_s": p.ttft_s, "ttft_s": p.ttft_s}[row["metric"]]
 
 
 def _predict(row: dict[str, Any]) -> ServingPrediction:
@@ -49,8 +81,9 @@ def _predict(row: dict[str, Any]) -> ServingPrediction:
         raise DatasetError(f"metric {row.get('metric')!r}: expected one of {', '.join(METRICS)}")
     activation = "fp16" if row["precision"] == "fp16" else "bf16"
     prec = serving_precision(row["precision"], row.get("kv"), row.get("group_size", 128), activation)
-    return predict_serving(get_config(row["model"]), find_profile(row["gpu"]), prec, row["batch"], row["prompt"],
-                           row["output"], row["runtime"])
+    profile = find_profile(row["gpu"])
+    return predict_serving(get_config(row["model"]), profile, prec, row["batch"], row["prompt"], row["output"],
+                           row["runtime"], tensor_parallel_group(profile, row.get("gpus", 1)))
 
 
 def compare(dataset: dict[str, Any]) -> list[Comparison]:
@@ -62,7 +95,8 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
             except (RooflineError, KeyError) as exc:
                 raise DatasetError(f"{block.id} row {row.get('id', '?')}: {exc}") from None
             settings = (f"{row['precision']}{'/' + row['kv'] if row.get('kv') else ''} B={row['batch']} "
-                        f"P={row['prompt']} O={row['output']} {row['runtime']}")
+                        f"P={row['prompt']} O={row['output']} {row['runtime']}"
+                        f"{' TP=' + str(row['gpus']) if row.get('gpus', 1) > 1 else ''}")
             out.append(Comparison(
                 row_id=str(row["id"]), source_id=block.id, holdout=block.holdout, published=published_time_s(row),
                 predicted=predicted_time_s(row, p), settings=settings,

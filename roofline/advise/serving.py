@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from roofline.errors import DoesNotFit
 from roofline.model.ceilings import compute_dtype_for
 from roofline.model.llm_precision import ServingPrecision, serving_precision
-from roofline.model.llm_step import ServingPrediction, predict_serving, serving_memory
+from roofline.model.llm_step import ServingPrediction, TensorParallel, predict_serving, serving_memory
 from roofline.workload.llm.config import DecoderConfig
 from roofline.workload.llm.phases import kv_cache_bytes_per_token, prefill
 from roofline.workload.precision import get_precision
@@ -50,11 +50,12 @@ def candidate_precisions(profile, requested: str, kv: str | None, group_size: in
 
 
 def max_batch(cfg: DecoderConfig, prec: ServingPrecision, prompt: int, output: int, capacity: float,
-              is_gpu: bool) -> int:
-    """Largest batch whose weights, KV cache, activations and workspace fit (affine in the batch)."""
+              is_gpu: bool, tp: int = 1) -> int:
+    """Largest batch whose weights, KV cache, activations and workspace fit (affine in the batch) on each of
+    `tp` tensor-parallel GPUs."""
     def total(b: int) -> float:
         ratio = prec.kv_bytes / prec.compute.storage_bytes
-        return serving_memory(cfg, prec, b, prompt, output, is_gpu, prefill(cfg, b, prompt, ratio)).total
+        return serving_memory(cfg, prec, b, prompt, output, is_gpu, prefill(cfg, b, prompt, ratio, tp), tp).total
     one, two = total(1), total(2)
     if one > capacity:
         return 0
@@ -70,21 +71,23 @@ def _batches(limit: int) -> list[int]:
 
 def advise_serving(cfg: DecoderConfig, profile, prompt: int, output: int, runtime: str = "eager",
                    precision: str = "auto", kv: str | None = None, group_size: int = 128,
-                   tpot_s: float | None = None, ttft_s: float | None = None) -> ServingAdvice:
+                   tpot_s: float | None = None, ttft_s: float | None = None,
+                   tp: TensorParallel | None = None) -> ServingAdvice:
     capacity = profile.memory.capacity_bytes.value
     is_gpu = profile.kind == "gpu"
     sweep: list[tuple[ServingPrediction, bool]] = []
     limits: dict[str, int] = {}
     for prec in candidate_precisions(profile, precision, kv, group_size):
-        limit = max_batch(cfg, prec, prompt, output, capacity, is_gpu)
+        limit = max_batch(cfg, prec, prompt, output, capacity, is_gpu, tp.gpus if tp else 1)
         limits[f"{prec.name}/{prec.kv_name}"] = limit
         for b in _batches(limit):
-            p = predict_serving(cfg, profile, prec, b, prompt, output, runtime)
+            p = predict_serving(cfg, profile, prec, b, prompt, output, runtime, tp)
             meets = (tpot_s is None or p.tpot_s <= tpot_s) and (ttft_s is None or p.ttft_s <= ttft_s)
             sweep.append((p, meets))
     if not sweep:
         raise DoesNotFit(f"{cfg.name} does not fit on {profile.name} at batch 1 with {prompt + output}-token "
-                         f"sequences in any precision ({capacity / 2**30:.1f} GiB); try a larger device")
+                         f"sequences in any precision ({capacity / 2**30:.1f} GiB); try a larger device or "
+                         "several (--gpus N)")
     ok = [p for p, meets in sweep if meets]
     best = max(ok, key=lambda p: (p.tokens_per_s, -p.batch)) if ok else None
     reasons, numbers = _reasons(cfg, best or sweep[0][0], limits, tpot_s, ttft_s, ok)
@@ -98,7 +101,7 @@ def _reasons(cfg: DecoderConfig, p: ServingPrediction, limits: dict[str, int], t
     peak = c.matrix_flops_per_s or c.vector_flops_per_s
     weights = p.memory.weights
     context = p.decode.phase.context
-    kv_seq = context * kv_cache_bytes_per_token(cfg, p.precision.kv_bytes)
+    kv_seq = context * kv_cache_bytes_per_token(cfg, p.precision.kv_bytes, p.gpus)
     flops_seq = p.decode.flops / p.batch
     # decode step time at batch B: compute B x F / peak against memory (W + B x KV) / bw; compute wins when
     # B (F / peak - KV / bw) > W / bw

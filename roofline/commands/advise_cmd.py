@@ -46,7 +46,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--force", action="store_true", help="let --html or --plot replace an existing file")
     g = p.add_argument_group("data-parallel training (with --train)")
     g.add_argument("--gpus", type=integer(1, MAX_GPUS), metavar="N",
-                   help="most GPUs to consider (advises how many, up to N)")
+                   help="most GPUs to consider (advises how many, up to N); with --serve, the tensor-parallel GPUs "
+                        "one model is split over")
     g.add_argument("--node", type=text, metavar="NAME", help="node profile (default: the one holding --gpu)")
     g.add_argument("--min-efficiency", type=number(0.0, 1.0, exclusive_least=True), default=0.9, metavar="E",
                    help="scaling efficiency a GPU count must keep to be recommended (default 0.9)")

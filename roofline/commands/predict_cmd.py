@@ -35,8 +35,10 @@ def add_parser(subparsers: Any) -> None:
 
 def add_parallel_args(p: argparse.ArgumentParser) -> None:
     """Data-parallel training: with --gpus, --batch is the global batch, split over every GPU."""
-    g = p.add_argument_group("data-parallel training (with --train)")
-    g.add_argument("--gpus", type=int, metavar="N", help="GPUs per node running DistributedDataParallel")
+    g = p.add_argument_group("several GPUs: data-parallel training (with --train), tensor-parallel serving (an LLM)")
+    g.add_argument("--gpus", type=int, metavar="N",
+                   help="GPUs per node running DistributedDataParallel; for an LLM, GPUs one model is split over "
+                        "(tensor parallelism: weights and KV cache split N ways, two all-reduces per layer)")
     g.add_argument("--nodes", type=int, default=1, metavar="M", help="nodes of --gpus GPUs each (default 1)")
     g.add_argument("--node", metavar="NAME", help="node profile (default: the one holding --gpu)")
     g.add_argument("--bucket-cap-mb", type=float, default=25.0, metavar="MB", help="DDP bucket cap (default 25)")

@@ -35,6 +35,11 @@ def _lengths(args: argparse.Namespace) -> tuple[int, int]:
     return prompt, output
 
 
+def _gpus(args: argparse.Namespace) -> int:
+    """--gpus as the tensor-parallel degree: 1 when not given (0 or less is refused downstream)."""
+    return 1 if args.gpus is None else args.gpus
+
+
 def run_predict(args: argparse.Namespace) -> int:
     from roofline import api
 
@@ -42,7 +47,8 @@ def run_predict(args: argparse.Namespace) -> int:
     out = api.predict_serving(args.model, hw=args.hw, gpu=args.gpu, cpu=args.cpu, batch=args.batch,
                               prompt_len=prompt, output_len=output, precision=args.precision,
                               kv_precision=args.kv_precision, group_size=args.group_size,
-                              runtime=args.runtime or "eager", allow_oversize=args.allow_oversize)
+                              runtime=args.runtime or "eager", allow_oversize=args.allow_oversize,
+                              gpus=_gpus(args), node=args.node, nodes=args.nodes, allreduce=args.allreduce)
     if args.json:
         print_json(out)
         return 0
@@ -59,7 +65,8 @@ def run_advise(args: argparse.Namespace) -> int:
     out = api.advise_serving(args.model, hw=args.hw, gpu=args.gpu, cpu=args.cpu, prompt_len=prompt,
                              output_len=output, precision=args.precision, kv_precision=args.kv_precision,
                              group_size=args.group_size, runtime=args.runtime or "eager", tpot_ms=args.tpot_ms,
-                             ttft_ms=args.ttft_ms, plot=args.plot, force=args.force)
+                             ttft_ms=args.ttft_ms, plot=args.plot, force=args.force, gpus=_gpus(args),
+                             node=args.node)
     if args.json:
         print_json(out)
         return 0

@@ -20,10 +20,18 @@ from roofline.model.costmodel import OpCost
 from roofline.model.step import drained_pipeline_s
 
 
-def eager_charge(o: OpCost, c: Ceilings, kernels: int) -> OpCost:
-    """The op charged its kernels' dispatch on the host and, on a GPU, one launch floor per kernel."""
+def view_call_s(c: Ceilings) -> float:
+    """Host time of a tensor call that launches no kernel (a view): the measured 'view' cost where the
+    ceilings carry one (the runtime profile), else the framework's dispatch of a tiny op."""
+    return c.dispatch_s_by_kind.get("view", c.dispatch_s)
+
+
+def eager_charge(o: OpCost, c: Ceilings, kernels: int, views: int = 0) -> OpCost:
+    """The op charged its kernels' dispatch on the host and, on a GPU, one launch floor per kernel, and the
+    dispatch of its views (`view_call_s`)."""
     kernels = kernels if o.bound != "free" else 0
     host = c.dispatch_s * kernels if not o.launches else o.host_s / o.launches * kernels
+    host += views * view_call_s(c)
     device = max(o.device_s, c.launch_s * kernels) if c.is_gpu else o.device_s
     bound = "overhead" if kernels and max(host, device) > max(o.compute_s, o.memory_s) else o.bound
     return replace(o, host_s=host, device_s=device, launches=kernels, bound=bound)
@@ -34,7 +42,7 @@ def eager_total(sequence: list[OpCost], c: Ceilings) -> float:
     return drained_pipeline_s(sequence) if c.is_gpu else sum(o.time_s for o in sequence)
 
 
-def graph_charge(o: OpCost, c: Ceilings, kernels: int) -> OpCost:
+def graph_charge(o: OpCost, c: Ceilings, kernels: int, views: int = 0) -> OpCost:
     """No per-op host time: the graph replays the kernels back to back."""
     if not c.is_gpu:
         raise RooflineError("--runtime graph (CUDA graphs) needs a GPU profile; on a CPU use --runtime eager")
@@ -51,8 +59,11 @@ def graph_total(sequence: list[OpCost], c: Ceilings) -> float:
 class Runtime:
     """How a runtime charges one op, and how a forward's ops add up."""
 
-    charge: Callable[[OpCost, Ceilings, int], OpCost]
+    charge: Callable[[OpCost, Ceilings, int, int], OpCost]
     total: Callable[[list[OpCost], Ceilings], float]
+    unfused: bool
+    """Each kernel of an op is its own pass over memory (eager); a compiled graph fuses an op's kernels."""
 
 
-RUNTIMES = {"eager": Runtime(eager_charge, eager_total), "graph": Runtime(graph_charge, graph_total)}
+RUNTIMES = {"eager": Runtime(eager_charge, eager_total, unfused=True),
+            "graph": Runtime(graph_charge, graph_total, unfused=False)}

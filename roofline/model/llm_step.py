@@ -9,6 +9,11 @@ and memory, from the prefill and decode phases' ops costed by the roofline cost 
   and dequantised on the vector units, per output tile row band of 128 rows (the GEMM re-reads and
   re-dequantises a weight tile for each band), which `dequant_s` adds to the op's compute.
 - Runtime: eager dispatch or a captured graph (`roofline.model.llm_runtime`).
+- Tensor parallelism (`TensorParallel`, Megatron-LM's layout): each of N GPUs in one node holds its share of
+  every layer's weights and KV cache (heads and MLP columns split N ways) and runs the phase on it; every
+  layer adds two all-reduces of the layer's output activations (after attention and after the MLP), and the
+  lm_head's vocabulary-split logits are gathered once per forward. They are priced with the node's fabric
+  (`roofline.model.comm`) and not overlapped: the next layer needs their result.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from dataclasses import dataclass, replace
 
 from roofline.errors import DoesNotFit, RooflineError
 from roofline.model.ceilings import Ceilings, ceilings_for
+from roofline.model.comm.collectives import Fabric, ring_all_gather_s
+from roofline.model.comm.tensor_parallel import tensor_parallel_token_s, tp_message_bytes
 from roofline.model.context import CostContext
 from roofline.model.costmodel import OpCost, op_cost
 from roofline.model.llm_precision import ServingPrecision
@@ -25,7 +32,7 @@ from roofline.model.llm_runtime import RUNTIMES
 from roofline.model.memory import default_reserve_bytes
 from roofline.model.notes import Note
 from roofline.workload.llm.config import ConfigError, DecoderConfig
-from roofline.workload.llm.phases import Phase, decode, kv_cache_bytes_per_token, prefill
+from roofline.workload.llm.phases import Phase, decode, kv_cache_bytes_per_token, prefill, unfused_bytes
 from roofline.workload.ops.gemm import Linear
 
 DEQUANT_ROW_BAND = 128
@@ -34,11 +41,47 @@ uses on GPUs): a weight is dequantised ceil(rows / 128) times per product."""
 
 
 @dataclass(frozen=True)
+class TensorParallel:
+    """`gpus` GPUs of one node serving one copy of the model, joined by `fabric` (`node` names it)."""
+
+    gpus: int
+    fabric: Fabric
+    node: str
+    algorithm: str = "auto"
+
+
+def tensor_parallel_group(profile, gpus: int, node_name: str | None = None, nodes: int = 1,
+                          algorithm: str = "auto") -> TensorParallel | None:
+    """`gpus` GPUs of the node profile holding `profile` (or the named one), or None for one GPU."""
+    from roofline.hardware.fabric_load import find_link
+    from roofline.model.comm.collectives import ALLREDUCE
+    from roofline.model.comm.fabric import node_fabric
+    from roofline.model.comm.job import node_for
+
+    if gpus == 1 and nodes == 1:
+        return None
+    if profile.kind != "gpu":
+        raise RooflineError("--gpus splits a model over GPUs of a node; name one with --gpu")
+    if nodes != 1:
+        raise RooflineError("tensor parallelism runs inside one node (its all-reduces every layer need NVLink); "
+                            "drop --nodes")
+    if algorithm not in ("auto", *ALLREDUCE):
+        raise RooflineError(f"unknown --allreduce '{algorithm}'; choose auto, {', '.join(ALLREDUCE)}")
+    if gpus < 1:
+        raise RooflineError(f"--gpus must be a positive integer, got {gpus}")
+    node = node_for(profile, node_name)
+    return TensorParallel(gpus, node_fabric(node, find_link(node.intra_link), None, gpus), node.name, algorithm)
+
+
+@dataclass(frozen=True)
 class PhaseCost:
     phase: Phase
     time_s: float
+    """The phase's time, tensor-parallel communication included."""
     costs: tuple[tuple[OpCost, int], ...]
     """Each distinct op of the phase with its repeat count, runtime charges applied."""
+    communication_s: float = 0.0
+    """Tensor parallelism's all-reduces and the logits' gather (0 on one GPU)."""
 
     @property
     def flops(self) -> float:
@@ -75,6 +118,11 @@ class ServingPrediction:
     memory: ServingMemory
     capacity_bytes: float
     ceilings: Ceilings
+    tp: TensorParallel | None = None
+
+    @property
+    def gpus(self) -> int:
+        return self.tp.gpus if self.tp else 1
 
     @property
     def ttft_s(self) -> float:
@@ -102,31 +150,67 @@ class ServingPrediction:
         return self.memory.total <= self.capacity_bytes
 
 
-def weight_bytes(cfg: DecoderConfig, prec: ServingPrecision) -> float:
-    """Linear layers at the stored size with scales; embeddings and norms at 16 bits (or fp32)."""
-    linear = _linear_params(cfg)
-    return linear * prec.linear_weight_bytes + (cfg.params() - linear) * prec.other_weight_bytes
+def weight_bytes(cfg: DecoderConfig, prec: ServingPrecision, tp: int = 1) -> float:
+    """Linear layers at the stored size with scales; embeddings and norms at 16 bits (or fp32). With `tp`
+    tensor-parallel GPUs, one GPU's: its share of the linear layers, the rest replicated."""
+    linear = _linear_params(cfg, tp)
+    return linear * prec.linear_weight_bytes + (cfg.params() - _linear_params(cfg)) * prec.other_weight_bytes
 
 
-def _linear_params(cfg: DecoderConfig) -> int:
-    ops = decode(cfg, 1, 1).steps
+def _linear_params(cfg: DecoderConfig, tp: int = 1) -> int:
+    ops = decode(cfg, 1, 1, tp=tp).steps
     return int(sum(s.op.params() * s.repeat for s in ops if isinstance(s.op, Linear)
                    and not getattr(s.op, "tied", False)))
+
+
+INT4_MMA_ROWS = 16
+"""Rows of activations one int4 weight-only product pads to: PyTorch's tinygemm kernel (`_weight_int4pack_mm`,
+which gpt-fast's int4 path calls; aten/src/ATen/native/cuda/int4mm.cu, ALayout_RM::kMTileSize = 16) issues
+mma.m16n8k16 on 16-row tiles of A, not a cuBLAS GEMM's 64- to 256-row tiles."""
 
 
 def _dequant(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings) -> OpCost:
     weights = float(op.traffic("forward").weights_read)
     bands = math.ceil(float(op.rows) / DEQUANT_ROW_BAND)
     dequant_s = weights * bands * prec.dequant_flops_per_weight / c.vector_flops_per_s
-    compute_s = cost.compute_s + dequant_s
-    device_s = max(cost.device_s, compute_s)
+    tensor_s = cost.compute_s
+    if prec.name == "int4" and c.matrix_flops_per_s and op.rows < DEQUANT_ROW_BAND:
+        padded = math.ceil(float(op.rows) / INT4_MMA_ROWS) * INT4_MMA_ROWS
+        tensor_s = 2.0 * padded * op.in_features * op.out_features / c.matrix_flops_per_s
+    compute_s = tensor_s + dequant_s
+    device_s = max(compute_s, cost.memory_s, c.launch_s if c.is_gpu else 0.0)
     bound = "compute" if compute_s >= max(cost.memory_s, cost.host_s) else cost.bound
     return replace(cost, compute_s=compute_s, device_s=device_s, bound=bound,
                    notes=(*cost.notes, Note("dequantization", f"dequantise {prec.name}: {dequant_s * 1e6:.3g} us "
                                                                "on the vector units")))
 
 
-def phase_cost(phase: Phase, prec: ServingPrecision, c: Ceilings, runtime: str, reuse_bytes: float) -> PhaseCost:
+def _unfused(cost: OpCost, extra_bytes: float) -> OpCost:
+    """The op with its eager kernels' extra passes (`phases.unfused_bytes`), each streamed at the rate the op's
+    own traffic was priced at (the same tensors in the same memory level), run after one another."""
+    if extra_bytes <= 0 or cost.memory_s <= 0 or cost.bytes <= 0:
+        return cost
+    extra_s = extra_bytes * cost.memory_s / cost.bytes
+    return replace(cost, bytes=cost.bytes + extra_bytes, memory_s=cost.memory_s + extra_s,
+                   device_s=cost.device_s + extra_s,
+                   notes=(*cost.notes, Note("unfused", f"eager kernels' own passes: {extra_bytes / 1e6:.3g} MB more")))
+
+
+def tensor_parallel_s(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, tp: TensorParallel | None) -> float:
+    """2 x layers all-reduces of hidden x tokens activations (Megatron-LM) and the all-gather of the last
+    position's logits (batch x vocabulary), in the residual stream's dtype: 16-bit under fp8 weights, whose
+    recipes quantise only the products' inputs (TensorRT-LLM's --enable_fp8, Transformer Engine)."""
+    if tp is None or tp.gpus == 1:
+        return 0.0
+    act = max(2, int(prec.compute.storage_bytes))
+    message = tp_message_bytes(cfg.hidden, phase.batch * phase.new_tokens, act)
+    logits = float(phase.batch) * cfg.vocab * act
+    return (tensor_parallel_token_s(message, cfg.layers, tp.fabric, tp.algorithm)
+            + ring_all_gather_s(logits, tp.fabric))
+
+
+def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, c: Ceilings, runtime: str,
+               reuse_bytes: float, tp: TensorParallel | None = None) -> PhaseCost:
     act_bytes = prec.compute.storage_bytes
     linear_ctx = CostContext(c, act_bytes, prec.linear_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
     other_ctx = CostContext(c, act_bytes, prec.other_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
@@ -138,9 +222,12 @@ def phase_cost(phase: Phase, prec: ServingPrecision, c: Ceilings, runtime: str, 
         cost = op_cost(op, "forward", linear_ctx if is_linear else other_ctx)
         if is_linear and prec.weight_only:
             cost = _dequant(cost, op, prec, c)
+        if rt.unfused:
+            cost = _unfused(cost, unfused_bytes(cfg, op, act_bytes, prec.kv_bytes))
         kernels = step.kernels - (step.fp32_noop if prec.compute.storage_bytes == 4 else 0)
-        charged.append((rt.charge(cost, c, kernels), step.repeat))
-    return PhaseCost(phase, rt.total(_in_order(charged), c), tuple(charged))
+        charged.append((rt.charge(cost, c, kernels, step.views), step.repeat))
+    communication = tensor_parallel_s(cfg, phase, prec, tp)
+    return PhaseCost(phase, rt.total(_in_order(charged), c) + communication, tuple(charged), communication)
 
 
 def _in_order(distinct: list[tuple[OpCost, int]]) -> list[OpCost]:
@@ -162,15 +249,16 @@ def activation_bytes(phase: Phase, act_bytes: float) -> float:
 
 
 def serving_memory(cfg: DecoderConfig, prec: ServingPrecision, batch: int, prompt: int, output: int,
-                   is_gpu: bool, prefill_phase: Phase) -> ServingMemory:
-    kv = batch * (prompt + output) * kv_cache_bytes_per_token(cfg, prec.kv_bytes)
-    return ServingMemory(weights=weight_bytes(cfg, prec), kv_cache=kv,
+                   is_gpu: bool, prefill_phase: Phase, tp: int = 1) -> ServingMemory:
+    """One GPU's memory (of `tp` tensor-parallel ones)."""
+    kv = batch * (prompt + output) * kv_cache_bytes_per_token(cfg, prec.kv_bytes, tp)
+    return ServingMemory(weights=weight_bytes(cfg, prec, tp), kv_cache=kv,
                          activations=activation_bytes(prefill_phase, prec.compute.storage_bytes),
                          workspace=default_reserve_bytes(is_gpu))
 
 
 def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: int, prompt: int, output: int,
-                    runtime: str = "eager") -> ServingPrediction:
+                    runtime: str = "eager", tp: TensorParallel | None = None) -> ServingPrediction:
     if runtime not in RUNTIMES:
         raise RooflineError(f"unknown runtime '{runtime}'; choose one of {', '.join(RUNTIMES)}")
     if prompt < 1 or output < 1 or batch < 1:
@@ -181,18 +269,21 @@ def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: 
                           f"context of {cfg.max_positions} (max_position_embeddings)")
     c = ceilings_for(profile, prec.compute)
     ratio = prec.kv_bytes / prec.compute.storage_bytes
-    pre = prefill(cfg, batch, prompt, ratio)
-    dec = decode(cfg, batch, prompt + output // 2 + 1, ratio)
-    memory = serving_memory(cfg, prec, batch, prompt, output, c.is_gpu, pre)
+    n = tp.gpus if tp else 1
+    pre = prefill(cfg, batch, prompt, ratio, n)
+    dec = decode(cfg, batch, prompt + output // 2 + 1, ratio, n)
+    memory = serving_memory(cfg, prec, batch, prompt, output, c.is_gpu, pre, n)
     reuse = memory.weights + memory.kv_cache
     return ServingPrediction(cfg.name, profile.name, batch, prompt, output, prec, runtime,
-                             phase_cost(pre, prec, c, runtime, reuse), phase_cost(dec, prec, c, runtime, reuse),
-                             memory, profile.memory.capacity_bytes.value, c)
+                             phase_cost(cfg, pre, prec, c, runtime, reuse, tp),
+                             phase_cost(cfg, dec, prec, c, runtime, reuse, tp),
+                             memory, profile.memory.capacity_bytes.value, c, tp)
 
 
 def require_fit(p: ServingPrediction) -> None:
     if not p.fits:
+        per = f" per GPU of {p.gpus}" if p.gpus > 1 else ""
         raise DoesNotFit(f"{p.model} at batch {p.batch} with {p.prompt_len + p.output_len}-token sequences "
                          f"({p.precision.name} weights, {p.precision.kv_name} KV cache) needs "
-                         f"{p.memory.total / 2**30:.2f} GiB but {p.device} has {p.capacity_bytes / 2**30:.2f} GiB;"
-                         " use a smaller --batch, shorter sequences or int8/int4 weights")
+                         f"{p.memory.total / 2**30:.2f} GiB{per} but {p.device} has {p.capacity_bytes / 2**30:.2f} GiB;"
+                         " use a smaller --batch, shorter sequences, int8/int4 weights or more GPUs (--gpus)")

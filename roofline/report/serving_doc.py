@@ -35,7 +35,19 @@ def prediction_dict(p: Any) -> dict[str, Any]:
                        "flops": p.decode.flops, "bytes": p.decode.bytes, "layers": phase_layers(p.decode)},
         },
         "layers": phase_layers(p.decode),
+        "gpus": p.gpus, "tensor_parallel": tensor_parallel_dict(p),
     }
+
+
+def tensor_parallel_dict(p: Any) -> dict[str, Any] | None:
+    """The tensor-parallel group: its fabric and each phase's communication (memory above is one GPU's)."""
+    if p.tp is None:
+        return None
+    fabric = p.tp.fabric
+    return {"gpus": p.tp.gpus, "node": p.tp.node, "allreduce": p.tp.algorithm,
+            "bus_bandwidth_bytes_per_s": fabric.bus_bandwidth_bytes_per_s, "fabric": fabric.intra.provenance,
+            "communication_s": {"prefill": p.prefill.communication_s, "decode": p.decode.communication_s},
+            "memory_per_gpu": True}
 
 
 def advice_dict(a: Any) -> dict[str, Any]:

@@ -34,6 +34,12 @@ def render_serving_prediction(out: dict[str, Any]) -> None:
     console.print(f"  memory {format_bytes(m['total'])} of {format_bytes(out['capacity_bytes'])}: weights "
                   f"{format_bytes(m['weights'])}, KV cache {format_bytes(m['kv_cache'])}, activations "
                   f"{format_bytes(m['activations'])}, workspace {format_bytes(m['workspace'])}")
+    if tp := out.get("tensor_parallel"):
+        comm = tp["communication_s"]
+        console.print(f"  tensor parallel over {tp['gpus']} GPUs of {tp['node']} (memory above is one GPU's): "
+                      f"all-reduces and the logits' gather take {format_si(comm['prefill'], 's')} of the prefill "
+                      f"and {format_si(comm['decode'], 's')} of each decode step at "
+                      f"{tp['bus_bandwidth_bytes_per_s'] / 1e9:.0f} GB/s bus bandwidth")
     console.print(_phase_table("prefill", out["phases"]["prefill"]))
     console.print(_phase_table(f"decode (one token at context {out['phases']['decode']['context']})",
                                out["phases"]["decode"]))

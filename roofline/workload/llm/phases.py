@@ -32,17 +32,33 @@ CACHED_ATTENTION_KERNELS = 4
 """DynamicCache.update appends K and V (two cats), SDPA, and the output made contiguous for o_proj."""
 GELU_NEW_KERNELS = 8
 """GPT-2's gelu_new, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): pow, mul, add, mul, tanh, add, mul, mul."""
+LLAMA_ATTENTION_VIEWS = 14
+"""Tensor calls of LlamaAttention.forward (with sdpa_attention_forward) that launch no kernel but go through
+Python and the dispatcher: q, k, v `.view(...).transpose(1, 2)` (6), apply_rotary_pos_emb's two `unsqueeze`,
+rotate_half's two slices for q and for k (4), the output's `.transpose(1, 2)` and `.reshape` (2)."""
+GPT2_ATTENTION_VIEWS = 9
+"""GPT2Attention.forward: c_attn's output `.split` (1), q, k, v `.view(...).transpose(1, 2)` (6), the output's
+`.transpose(1, 2)` and `.reshape` (2)."""
+RMSNORM_FP32_PASS_BYTES = 20
+"""Bytes per element LlamaRMSNorm's fp32 kernels move, beyond the one read and one write a fused norm does:
+pow(2) reads and writes fp32 (8), mean(-1) reads it (4), the multiply by rsqrt reads and writes fp32 (8)."""
+ROPE_EXTRA_PASSES = 6
+"""apply_rotary_pos_emb per element of q or k, in elements read + written: x * cos (2), rotate_half's neg of
+one half (1) and cat (2), * sin (2), the add (3) = 10, against the 4 of one fused kernel (x, cos, sin read at
+the op's charge, out written): 6 more."""
 
 
 @dataclass(frozen=True)
 class Step:
-    """One op of a phase, how many times the phase runs it (once per layer for a layer's ops), and how many
-    kernels eager transformers launches for it (`fp32_noop` of them vanish when the model runs in fp32)."""
+    """One op of a phase, how many times the phase runs it (once per layer for a layer's ops), how many
+    kernels eager transformers launches for it (`fp32_noop` of them vanish when the model runs in fp32), and
+    how many of its tensor calls launch none (views: `views`)."""
 
     op: Op
     repeat: int
     kernels: int = 1
     fp32_noop: int = 0
+    views: int = 0
 
 
 @dataclass(frozen=True)
@@ -59,9 +75,27 @@ class Phase:
         return float(sum(s.op.flops("forward") * s.repeat for s in self.steps))
 
 
-def _mlp(cfg: DecoderConfig, batch: int, tokens: int) -> list[Op]:
+def tensor_parallel_heads(cfg: DecoderConfig, tp: int) -> tuple[int, int]:
+    """(query heads, KV heads) one of `tp` tensor-parallel ranks holds (Megatron-LM splits attention by heads).
+    KV heads fewer than the ranks are replicated, one per rank (as TensorRT-LLM and vLLM do for GQA); the heads,
+    the KV heads (or the ranks, when there are fewer KV heads) and the MLP's width must divide evenly."""
+    if not isinstance(tp, int) or tp < 1:
+        raise ConfigError(f"--gpus must be a positive integer, got {tp!r}")
+    if cfg.heads % tp:
+        raise ConfigError(f"{cfg.name}: {cfg.heads} attention heads do not divide over {tp} tensor-parallel GPUs")
+    if cfg.kv_heads % tp and tp % cfg.kv_heads:
+        raise ConfigError(f"{cfg.name}: {cfg.kv_heads} key/value heads neither divide over nor replicate onto "
+                          f"{tp} tensor-parallel GPUs")
+    if cfg.intermediate % tp:
+        raise ConfigError(f"{cfg.name}: the MLP width {cfg.intermediate} does not divide over {tp} "
+                          "tensor-parallel GPUs")
+    return cfg.heads // tp, max(1, cfg.kv_heads // tp)
+
+
+def _mlp(cfg: DecoderConfig, batch: int, tokens: int, tp: int = 1) -> list[Op]:
+    """The MLP of one of `tp` ranks: the first matrices split by columns, the last by rows (Megatron-LM)."""
     rows = batch * tokens
-    h, i = cfg.hidden, cfg.intermediate
+    h, i = cfg.hidden, cfg.intermediate // tp
     if cfg.experts > 1:
         used = min(float(cfg.experts), expected_distinct_experts(rows, cfg.experts, cfg.top_k))
         def proj(name: str, a: int, b: int) -> ExpertLinear:
@@ -86,46 +120,75 @@ def _mlp(cfg: DecoderConfig, batch: int, tokens: int) -> list[Op]:
             Linear("mlp.proj", batch=batch, in_features=i, out_features=h, bias=cfg.bias, tokens=tokens)]
 
 
-def eager_kernels(cfg: DecoderConfig, op: Op) -> tuple[int, int]:
-    """(kernels, of which no-ops in fp32) eager transformers launches for `op` of this architecture."""
+def eager_kernels(cfg: DecoderConfig, op: Op) -> tuple[int, int, int]:
+    """(kernels, of which no-ops in fp32, views) eager transformers runs for `op` of this architecture; the
+    attention step carries its layer's views."""
     if isinstance(op, LayerNorm):
-        return (1, 0) if cfg.layer_norm else (RMSNORM_KERNELS, FP32_NOOP_CASTS)
+        return (1, 0, 0) if cfg.layer_norm else (RMSNORM_KERNELS, FP32_NOOP_CASTS, 0)
     if isinstance(op, CachedAttention):
-        return CACHED_ATTENTION_KERNELS, 0
+        return CACHED_ATTENTION_KERNELS, 0, GPT2_ATTENTION_VIEWS if cfg.learned_positions else LLAMA_ATTENTION_VIEWS
     if op.name.startswith("attn.rope"):
-        return ROPE_KERNELS, 0
+        return ROPE_KERNELS, 0, 0
     if isinstance(op, Activation) and op.fn == "gelu":
-        return GELU_NEW_KERNELS, 0
-    return 1, 0
+        return GELU_NEW_KERNELS, 0, 0
+    return 1, 0, 0
 
 
-def layer_ops(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_element_ratio: float) -> list[Op]:
-    """One decoder layer over `tokens` new tokens per sequence attending to `context` (new ones included).
-    GPT-2 projects q, k and v with one fused layer (c_attn); Llama-style models with three."""
+def unfused_bytes(cfg: DecoderConfig, op: Op, act_bytes: float, kv_bytes: float) -> float:
+    """Bytes eager transformers moves for `op` beyond the op's own (fused) traffic: each of its kernels is
+    its own pass over memory (modeling_llama.py and cache_utils.py, transformers 5.17, read here).
+
+    - RMSNorm: the fp32 passes (`RMSNORM_FP32_PASS_BYTES`) and, in 16-bit, the cast to fp32 and back
+      (a + 4 and 4 + a bytes per element).
+    - Rotary embedding: `ROPE_EXTRA_PASSES` activation elements per element of q or k.
+    - Attention over a DynamicCache: `DynamicLayer.update` is torch.cat([cache, new]) for K and V, which
+      reads the old cache and writes it again with the new tokens (the op already charges the new tokens'
+      write), and the output's `.transpose(1, 2).contiguous()` reads and writes it once more.
+    A compiled or graph-captured runtime fuses these (TensorRT-LLM's kernels, torch.compile); eager does not.
+    """
+    if isinstance(op, LayerNorm) and not cfg.layer_norm:
+        casts = 8 + 2 * act_bytes if act_bytes < 4 else 0
+        return float(op.rows) * op.features * (RMSNORM_FP32_PASS_BYTES + casts)
+    if op.name.startswith("attn.rope") and isinstance(op, Elementwise):
+        return float(op.numel) * ROPE_EXTRA_PASSES * act_bytes
+    if isinstance(op, CachedAttention):
+        old = op.seq_kv - op.seq_q
+        cat = 2 * 2 * float(op.batch) * op.kv_heads * old * op.head_dim * kv_bytes
+        return cat + 2 * float(op.batch) * op.heads * op.seq_q * op.head_dim * act_bytes
+    return 0.0
+
+
+def layer_ops(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_element_ratio: float,
+              tp: int = 1) -> list[Op]:
+    """One decoder layer over `tokens` new tokens per sequence attending to `context` (new ones included), as
+    one of `tp` tensor-parallel ranks runs it: its heads' q, k, v and o columns and rows, its share of the MLP;
+    norms and residual adds are replicated. GPT-2 projects q, k and v with one fused layer (c_attn);
+    Llama-style models with three."""
     rows = batch * tokens
-    h, kv = cfg.hidden, cfg.kv_width
+    heads, kv_heads = tensor_parallel_heads(cfg, tp)
+    h, q, kv = cfg.hidden, heads * cfg.head_dim, kv_heads * cfg.head_dim
     qkv_bias = cfg.bias or cfg.qkv_bias
     ops: list[Op] = [LayerNorm("attn.norm", rows=rows, features=h)]
     if cfg.learned_positions:
-        ops.append(Linear("attn.c_attn", batch=batch, in_features=h, out_features=h + 2 * kv, bias=qkv_bias,
+        ops.append(Linear("attn.c_attn", batch=batch, in_features=h, out_features=q + 2 * kv, bias=qkv_bias,
                           tokens=tokens))
     else:
         ops += [
-            Linear("attn.q_proj", batch=batch, in_features=h, out_features=h, bias=qkv_bias, tokens=tokens),
+            Linear("attn.q_proj", batch=batch, in_features=h, out_features=q, bias=qkv_bias, tokens=tokens),
             Linear("attn.k_proj", batch=batch, in_features=h, out_features=kv, bias=qkv_bias, tokens=tokens),
             Linear("attn.v_proj", batch=batch, in_features=h, out_features=kv, bias=qkv_bias, tokens=tokens),
         ]
     if not cfg.learned_positions:
-        ops += [Elementwise("attn.rope_q", numel=rows * h, inputs=3, op="mul"),
+        ops += [Elementwise("attn.rope_q", numel=rows * q, inputs=3, op="mul"),
                 Elementwise("attn.rope_k", numel=rows * kv, inputs=3, op="mul")]
     ops += [
-        CachedAttention("attn.sdpa", batch=batch, heads=cfg.heads, seq_q=tokens, seq_kv=context,
-                        head_dim=cfg.head_dim, causal=tokens != 1, kv_heads=cfg.kv_heads,
+        CachedAttention("attn.sdpa", batch=batch, heads=heads, seq_q=tokens, seq_kv=context,
+                        head_dim=cfg.head_dim, causal=tokens != 1, kv_heads=kv_heads,
                         kv_element_ratio=kv_element_ratio),
-        Linear("attn.o_proj", batch=batch, in_features=h, out_features=h, bias=cfg.bias, tokens=tokens),
+        Linear("attn.o_proj", batch=batch, in_features=q, out_features=h, bias=cfg.bias, tokens=tokens),
         Elementwise("attn.residual", numel=rows * h, inputs=2, op="add"),
         LayerNorm("mlp.norm", rows=rows, features=h),
-        *_mlp(cfg, batch, tokens),
+        *_mlp(cfg, batch, tokens, tp),
         Elementwise("mlp.residual", numel=rows * h, inputs=2, op="add"),
     ]
     return ops
@@ -143,8 +206,10 @@ def _check(cfg: DecoderConfig, batch: Any, tokens: Any, context: Any) -> None:
 
 
 def phase(cfg: DecoderConfig, name: str, batch: int, tokens: int, context: int,
-          kv_element_ratio: float = 1.0) -> Phase:
-    """Embedding, `layers` decoder layers, final norm, lm_head on the last position, argmax."""
+          kv_element_ratio: float = 1.0, tp: int = 1) -> Phase:
+    """Embedding, `layers` decoder layers, final norm, lm_head on the last position, argmax, as one of `tp`
+    tensor-parallel ranks runs them: the embedding table replicated (TensorRT-LLM's default,
+    use_parallel_embedding off), the lm_head split by vocabulary columns (its logits gathered after it)."""
     _check(cfg, batch, tokens, context)
     rows = batch * tokens
     head: list[Op] = [Embedding("embed.tokens", num_embeddings=cfg.vocab, dim=cfg.hidden, tokens=rows)]
@@ -153,26 +218,27 @@ def phase(cfg: DecoderConfig, name: str, batch: int, tokens: int, context: int,
                  Elementwise("embed.add", numel=rows * cfg.hidden, inputs=2, op="add")]
     tail: list[Op] = [
         LayerNorm("final.norm", rows=rows, features=cfg.hidden),
-        Linear("lm_head", batch=batch, in_features=cfg.hidden, out_features=cfg.vocab, bias=False,
+        Linear("lm_head", batch=batch, in_features=cfg.hidden, out_features=-(-cfg.vocab // tp), bias=False,
                tied=cfg.tied_embeddings),
         Reduce("sample.argmax", numel_in=batch * cfg.vocab, numel_out=batch),
     ]
     steps = ([Step(op, 1, *eager_kernels(cfg, op)) for op in head]
              + [Step(op, cfg.layers, *eager_kernels(cfg, op))
-                for op in layer_ops(cfg, batch, tokens, context, kv_element_ratio)]
+                for op in layer_ops(cfg, batch, tokens, context, kv_element_ratio, tp)]
              + [Step(op, 1, *eager_kernels(cfg, op)) for op in tail])
     return Phase(name, batch, tokens, context, tuple(steps))
 
 
-def prefill(cfg: DecoderConfig, batch: int, prompt: int, kv_element_ratio: float = 1.0) -> Phase:
-    return phase(cfg, "prefill", batch, prompt, prompt, kv_element_ratio)
+def prefill(cfg: DecoderConfig, batch: int, prompt: int, kv_element_ratio: float = 1.0, tp: int = 1) -> Phase:
+    return phase(cfg, "prefill", batch, prompt, prompt, kv_element_ratio, tp)
 
 
-def decode(cfg: DecoderConfig, batch: int, context: int, kv_element_ratio: float = 1.0) -> Phase:
+def decode(cfg: DecoderConfig, batch: int, context: int, kv_element_ratio: float = 1.0, tp: int = 1) -> Phase:
     """One decode step: one new token per sequence, attending to `context` tokens (itself included)."""
-    return phase(cfg, "decode", batch, 1, context, kv_element_ratio)
+    return phase(cfg, "decode", batch, 1, context, kv_element_ratio, tp)
 
 
-def kv_cache_bytes_per_token(cfg: DecoderConfig, kv_bytes: float) -> float:
-    """K and V of every layer for one token: 2 x layers x kv_heads x head_dim x bytes."""
-    return 2.0 * cfg.layers * cfg.kv_width * kv_bytes
+def kv_cache_bytes_per_token(cfg: DecoderConfig, kv_bytes: float, tp: int = 1) -> float:
+    """K and V of every layer for one token on one of `tp` ranks: 2 x layers x its KV heads x head_dim x
+    bytes."""
+    return 2.0 * cfg.layers * tensor_parallel_heads(cfg, tp)[1] * cfg.head_dim * kv_bytes
