@@ -201,7 +201,7 @@ def op_costs(ops: list[Op], passes: tuple[str, ...], ctx: CostContext,
     memo: dict[Hashable, OpCost] = {}
     out = []
     for pass_, op in executed(ops, passes):
-        key: Hashable | None = (pass_, type(op), *[v for k, v in vars(op).items() if k != "name"])
+        key: Hashable | None = (pass_, op.shape_key())
         try:
             cost = memo.get(key)
         except TypeError:  # a field that cannot be hashed: cost it every time
@@ -211,7 +211,7 @@ def op_costs(ops: list[Op], passes: tuple[str, ...], ctx: CostContext,
             if key is not None:
                 memo[key] = cost
         elif cost.name != op.name:
-            cost = replace(cost, name=op.name)
+            cost = cost.renamed(op.name)
         out.append(cost)
     return out
 

@@ -11,8 +11,10 @@ as much as the forward, so backward = 2 x forward.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 Num = Any
@@ -75,6 +77,30 @@ class Traffic:
                        self.weights_written + other.weights_written)
 
 
+PER_PASS_QUERIES = ("flops", "traffic", "gemm_views")
+"""Op methods that are pure functions of the op's fields and the pass, remembered per op instance: the advisor
+prices one workload at every precision, and a step reads each pass's traffic twice (written bytes, then the
+cost), so a sweep asked them 4-8 times each (a third of `advise --train`'s time)."""
+
+
+def _remembered(method: Callable[..., Any]) -> Callable[..., Any]:
+    """`method` answered once per op and arguments. Ops are not changed after they are built (a renamed or
+    reshaped op is a new one, `dataclasses.replace`), so an answer stays right for the op's life; a list
+    answer is handed out as a copy, so no caller can change the remembered one."""
+    @functools.wraps(method)
+    def remembered(self: Op, *args: Any) -> Any:
+        answers = self.__dict__.get("_answers")
+        if answers is None:
+            answers = self.__dict__["_answers"] = {}
+        key = (method.__name__, *args)
+        if key not in answers:
+            answers[key] = method(self, *args)
+        answer = answers[key]
+        return list(answer) if isinstance(answer, list) else answer
+
+    return remembered
+
+
 @dataclass
 class Op(ABC):
     """One operation of a model at a given batch size; subclasses hold their shapes as fields."""
@@ -84,6 +110,21 @@ class Op(ABC):
     kind: str = field(init=False, default="op")
     """Family used for grouping and for the cost model's choice of mechanism: 'gemm', 'conv2d', 'pool',
     'norm', 'activation', 'elementwise', 'softmax', 'attention', 'embedding', 'dropout', 'reshape'."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for query in PER_PASS_QUERIES:
+            method = cls.__dict__.get(query)
+            if method is not None and not getattr(method, "__wrapped__", None):
+                setattr(cls, query, _remembered(method))
+
+    def shape_key(self) -> tuple[Any, ...]:
+        """The op's type and fields but its name: two ops with equal keys cost the same (`model.step.op_costs`)."""
+        key = self.__dict__.get("_shape_key")
+        if key is None:
+            key = self.__dict__["_shape_key"] = (type(self), *(getattr(self, f.name) for f in fields(self)
+                                                                 if f.name != "name"))
+        return key
 
     @abstractmethod
     def flops(self, pass_: str) -> Num:
