@@ -139,3 +139,16 @@ def test_fast_paths_import_neither_torch_nor_sympy(argv):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             cwd=Path(cli.__file__).parent, timeout=60)
     assert result.stdout.split() == ["0", "False", "False"], result.stderr
+
+
+def test_every_shipped_profiles_index_entry_matches_its_whole_file():
+    """The index reads a shipped file's kind and aliases from its two top-level lines; the whole file says the same."""
+    import yaml
+
+    from roofline.hardware.load import SHIPPED_DIR, _kind_and_aliases
+
+    files = sorted(SHIPPED_DIR.rglob("*.yaml"))
+    assert len(files) > 40
+    for path in files:
+        data = yaml.safe_load(path.read_text())
+        assert _kind_and_aliases(path) == (str(data["kind"]), [str(a) for a in data.get("aliases") or []]), path

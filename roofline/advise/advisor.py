@@ -48,10 +48,13 @@ def candidate_precisions(profile: Profile, train: bool, requested: str) -> list[
 
 
 def _pow2_candidates(max_batch: int) -> list[int]:
+    """The sweep: the powers of two and the largest batch that fits. The batches on either side of a power
+    (the 127/128/129 lesson) are priced around the recommendation (`neighbours`), where they are read; pricing
+    them at every power tripled the sweep (135 step predictions for a training advice on an H100: 2.05 s)."""
     values: set[int] = set()
     b = 1
     while b <= max_batch:
-        values.update(v for v in (b - 1, b, b + 1) if 1 <= v <= max_batch)
+        values.add(b)
         b *= 2
     values.add(max_batch)
     return sorted(values)

@@ -181,12 +181,23 @@ def _entries() -> tuple[ProfileEntry, ...]:
             if name in seen:
                 continue
             if shipped:
-                data = _read_yaml(path)
-                kind, aliases = str(data.get("kind", "?")), [str(a) for a in data.get("aliases") or []]
+                kind, aliases = _kind_and_aliases(path)
             else:
                 kind, aliases = _validated(path)
             seen[name] = ProfileEntry(name, kind, tuple(a.lower() for a in aliases), path)
     return tuple(seen.values())
+
+
+def _kind_and_aliases(path: Path) -> tuple[str, list[str]]:
+    """A shipped file's kind and aliases, from its two top-level lines where both are one-liners (`kind: gpu`,
+    `aliases: [a, b]`, as every shipped profile writes them), else from the whole file: parsing 50 files whole
+    took a tenth of every command's start, for two fields."""
+    lines = [line for line in _read_text(path).splitlines() if line.startswith(("kind:", "aliases:"))]
+    one_line = len(lines) == 2 and all(line.split(":", 1)[1].strip() for line in lines)
+    data = yaml.load("\n".join(lines), Loader=_LOADER) if one_line else _read_yaml(path)
+    if not isinstance(data, dict):
+        data = _read_yaml(path)
+    return str(data.get("kind", "?")), [str(a) for a in data.get("aliases") or []]
 
 
 def _validated(path: Path) -> tuple[str, list[str]]:

@@ -87,16 +87,19 @@ def _remembered(method: Callable[..., Any]) -> Callable[..., Any]:
     """`method` answered once per op and arguments. Ops are not changed after they are built (a renamed or
     reshaped op is a new one, `dataclasses.replace`), so an answer stays right for the op's life; a list
     answer is handed out as a copy, so no caller can change the remembered one."""
+    query = method.__name__
+
     @functools.wraps(method)
     def remembered(self: Op, *args: Any) -> Any:
         answers = self.__dict__.get("_answers")
         if answers is None:
             answers = self.__dict__["_answers"] = {}
-        key = (method.__name__, *args)
-        if key not in answers:
-            answers[key] = method(self, *args)
-        answer = answers[key]
-        return list(answer) if isinstance(answer, list) else answer
+        key = (query, args)
+        try:
+            answer = answers[key]
+        except KeyError:
+            answer = answers[key] = method(self, *args)
+        return list(answer) if type(answer) is list else answer
 
     return remembered
 
