@@ -16,7 +16,7 @@ import socket
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -222,15 +222,6 @@ def _cache_totals(profile: Profile) -> list[tuple[str, float]]:
     return [(c.level, cache_total_bytes(profile, c.level)) for c in profile.caches]
 
 
-def _steady(m: Any, unsteady: dict[str, float]) -> Any:
-    """`m` kept as `Measurement.steadied` keeps it, noting in `unsteady` a figure whose windows disagree."""
-    from roofline.measure.rounds import STEADY_LIMIT
-
-    if m.window_spread > STEADY_LIMIT:
-        unsteady[m.label] = m.window_spread
-    return m.steadied(STEADY_LIMIT)
-
-
 def _plateau_caches(plateaus: list[Any], warnings: list[str]) -> tuple[list[MeasuredCache], float]:
     """Measured cache levels and DRAM bandwidth. A cache measured slower than the level behind it measured
     the kernel's per-row loop overhead, not the cache, so it is left out (the derived figure stays)."""
@@ -279,7 +270,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     other steps (see `roofline.measure.rounds`)."""
     from roofline.measure.probes import conv, gemm, kernels, memory, overhead
     from roofline.measure.probes.heap import keep_pages_mapped
-    from roofline.measure.rounds import STEADY_LIMIT, RoundProbes, pool_points
+    from roofline.measure.rounds import STEADY_LIMIT, RoundProbes, pool_points, steady_points
     from roofline.measure.timing import last_level_cache_bytes
     from roofline.model.ceilings import fit_gemm_curve, monotone_curve
 
@@ -351,8 +342,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     for key in [k for k in curves if k.startswith("torch")]:
         second = gemm.sweep("torch", key.split()[1], _confirm_sizes(curves[key]), device=plan.device,
                             llc_bytes=llc, budget_s=plan.gemm_budget_s)
-        curves[key] = [replace(p, measurement=_steady(p.measurement, unsteady))
-                       for p in pool_points(curves[key], second, lambda p: p.n)]
+        curves[key] = steady_points(pool_points(curves[key], second, lambda p: p.n), unsteady)
     curves.update({f"torch {dtype}": points for dtype, points in probes.gemm.items()})
     order = [f"torch {d}" for d in gemm.CUDA_TORCH_DTYPES] + [f"numpy {d}" for d in gemm.NUMPY_DTYPES]
     curves = {key: curves[key] for key in sorted(curves, key=order.index)}
@@ -360,8 +350,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     top = [max(sizes)]
     again = memory.cuda_sweep(top, budget_s=plan.memory_budget_s) if plan.device == "cuda" else memory.sweep(
         top, [k for k in plan.memory_kernels if k != "triad"], budget_s=plan.memory_budget_s)
-    points = [replace(p, measurement=_steady(p.measurement, unsteady))
-              for p in pool_points(points, again, lambda p: (p.kernel, p.working_set_bytes))]
+    points = steady_points(pool_points(points, again, lambda p: (p.kernel, p.working_set_bytes)), unsteady)
     measurements += [p.measurement for p in points]
     plateaus = memory.plateaus(points, totals)
     caches, dram = _plateau_caches(plateaus, warnings)

@@ -31,6 +31,20 @@ DISPATCH_BUDGET_S = 0.2
 """Seconds per probe of `kernels.dispatch_by_kind`, over all rounds."""
 
 
+def kept(m: Measurement, unsteady: dict[str, float], context: str = "") -> Measurement:
+    """`m` as `Measurement.steadied` keeps it at STEADY_LIMIT, noting in `unsteady` (by its label and `context`)
+    a figure whose windows disagree."""
+    steadied = m.steadied(STEADY_LIMIT)
+    if steadied is not m:
+        unsteady[f"{m.label}{context}"] = m.window_spread
+    return steadied
+
+
+def steady_points(items: list[Any], unsteady: dict[str, float]) -> list[Any]:
+    """Points of a sweep (dataclasses with a `measurement`), each `kept`."""
+    return [replace(p, measurement=kept(p.measurement, unsteady)) for p in items]
+
+
 def pool_points(first: list[Any], second: list[Any], key: Callable[[Any], Any]) -> list[Any]:
     """Points of one sweep (dataclasses with a `measurement`) pooled with the same points measured again, matched
     by `key` (a GEMM size, a bandwidth kernel and working set); a point of only one window keeps its samples,
@@ -96,26 +110,18 @@ class RoundProbes:
         self.in_context = pooled(self.in_context, in_context)
         self.back_to_back = pooled(self.back_to_back, back_to_back)
 
-    def steady(self, limit: float = STEADY_LIMIT) -> dict[str, float]:
-        """Replace every pooled figure whose rounds disagree by more than `limit` with its middle round, and
-        return those figures' labels with how far apart their rounds were."""
+    def steady(self) -> dict[str, float]:
+        """Replace every pooled figure whose rounds disagree by more than STEADY_LIMIT with its middle round
+        (`kept`), and return those figures' labels with how far apart their rounds were."""
         unsteady: dict[str, float] = {}
-
-        def keep(m: Measurement, context: str = "") -> Measurement:
-            steadied = m.steadied(limit)
-            if steadied is not m:
-                unsteady[f"{m.label}{context}"] = m.window_spread
-            return steadied
-
-        def points(items: list[Any]) -> list[Any]:
-            return [replace(p, measurement=keep(p.measurement)) for p in items]
-
-        self.gemm = {dtype: points(items) for dtype, items in self.gemm.items()}
-        self.skinny, self.outer, self.kernel_rates = points(self.skinny), points(self.outer), points(self.kernel_rates)
-        self.conv = [replace(r, measurement=keep(r.measurement), training=keep(r.training)) for r in self.conv]
-        self.dispatch = {k: keep(m) for k, m in self.dispatch.items()}
-        self.in_context = {k: keep(m, " (in context)") for k, m in self.in_context.items()}
-        self.back_to_back = {k: keep(m, " (back to back)") for k, m in self.back_to_back.items()}
+        self.gemm = {dtype: steady_points(items, unsteady) for dtype, items in self.gemm.items()}
+        self.skinny, self.outer = steady_points(self.skinny, unsteady), steady_points(self.outer, unsteady)
+        self.kernel_rates = steady_points(self.kernel_rates, unsteady)
+        self.conv = [replace(r, measurement=kept(r.measurement, unsteady), training=kept(r.training, unsteady))
+                     for r in self.conv]
+        self.dispatch = {k: kept(m, unsteady) for k, m in self.dispatch.items()}
+        self.in_context = {k: kept(m, unsteady, " (in context)") for k, m in self.in_context.items()}
+        self.back_to_back = {k: kept(m, unsteady, " (back to back)") for k, m in self.back_to_back.items()}
         return unsteady
 
     def measurements(self) -> list[Measurement]:
