@@ -7,11 +7,8 @@ from typing import Any
 
 from roofline.commands.common import MAX_GPUS, add_hw_args, add_json_flag, integer, number, print_json, text
 from roofline.commands.model_args import (
-    ATTENTION_HELP,
-    FP32_MATH_HELP,
-    MAX_RESERVE_BYTES,
-    MAX_SYNC_POINTS,
     add_model_args,
+    add_step_options,
     model_request,
 )
 from roofline.commands.serving import add_serving_args
@@ -27,19 +24,7 @@ def add_parser(subparsers: Any) -> None:
     mode.add_argument("--train", action="store_true", help="training steps (forward+backward+optimizer)")
     mode.add_argument("--infer", action="store_true", help="inference (the default)")
     p.add_argument("--precision", type=text, default="auto", metavar="auto|P", help="auto (default) or one precision")
-    p.add_argument("--optimizer", default="sgd", choices=["sgd", "momentum", "adam"])
-    p.add_argument("--pinned", action="store_true", help="inputs in pinned memory (copies overlap compute)")
-    p.add_argument("--sync", type=integer(0, MAX_SYNC_POINTS), default=0, metavar="N",
-                   help="sync points per step (e.g. loss.item())")
-    p.add_argument("--channels-last", action="store_true",
-                   help="activations in NHWC (torch.channels_last): no layout transposes around tensor-core "
-                        "convolutions")
-    p.add_argument("--reserve-bytes", type=number(0, MAX_RESERVE_BYTES), metavar="BYTES",
-                   help="device memory unavailable to tensors")
-    p.add_argument("--fp32-math", default="pytorch", choices=["pytorch", "tf32", "ieee"],
-                   help=FP32_MATH_HELP)
-    p.add_argument("--attention", default="fused", choices=["fused", "eager"],
-                   help=ATTENTION_HELP)
+    add_step_options(p)
     p.add_argument("--plot", type=text, metavar="DIR|FILE.png|FILE.svg",
                    help="write the roofline and batch-sweep plots (into DIR as a PNG, or to FILE)")
     p.add_argument("--html", type=text, metavar="FILE.html", help="also write the HTML report (as `roofline report`)")

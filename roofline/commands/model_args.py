@@ -62,6 +62,12 @@ def add_step_args(parser: argparse.ArgumentParser) -> None:
                         help="fp32|tf32|fp16|bf16|fp8|int8|amp (default fp32); language models: "
                              "bf16|fp16|fp8|int8|int4|fp32 (default bf16)")
     parser.add_argument("--train", action="store_true", help="forward + backward + optimizer update")
+    add_step_options(parser)
+
+
+def add_step_options(parser: argparse.ArgumentParser) -> None:
+    """How the user's step runs (optimizer, input copies, syncs, layout, reserved memory, fp32 math, attention):
+    the `StepOptions` that `predict` and `advise` both take."""
     parser.add_argument("--optimizer", default="sgd", choices=["sgd", "momentum", "adam"],
                         help="optimizer for --train (default sgd)")
     parser.add_argument("--pinned", action="store_true",
