@@ -1,8 +1,8 @@
 """`roofline analyze` and the ridge-crossing algebra, against hand arithmetic and sympy's own solver."""
 
-import json
 
 import pytest
+from cli_run import run_json
 
 from cli import main
 from roofline.advise import analyze
@@ -51,11 +51,6 @@ def test_elementwise_never_crosses():
     # 1 FLOP per 3 x 2 bytes at any batch: 1/6 FLOP/B, below every ridge
     assert rows[0]["crossing_batch"] is None
     assert rows[0]["intensity_limit"] == pytest.approx(1 / 6)
-
-
-def run_json(capsys, *argv):
-    assert main([*argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def test_analyze_resnet50_json(capsys):

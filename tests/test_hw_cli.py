@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_run import run_error, run_json
 
 import cli
 from roofline.hardware.load import SHIPPED_DIR
@@ -17,20 +18,6 @@ from roofline.hardware.load import SHIPPED_DIR
 TEXTBOOK = SHIPPED_DIR / "cpu" / "textbook-cpu.yaml"
 SHOW_KEYS = {"name", "kind", "peak_flops", "memory_bandwidth", "memory_capacity", "caches", "ridge_point",
              "measured"}
-
-
-def run_json(capsys, *argv: str) -> dict:
-    assert cli.main([*argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
-
-
-def run_error(capsys, *argv: str) -> str:
-    assert cli.main(list(argv)) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
 
 
 def test_list_has_every_shipped_profile(capsys):

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_run import run_error, run_json
 
 import cli
 from roofline.hardware import find_profile
@@ -14,20 +15,6 @@ from roofline.model.llm_step import predict_serving, weight_bytes
 from roofline.workload.llm.builtins import get_config
 
 LAYER_KEYS = {"name", "op", "flops", "bytes", "time_s", "bound"}
-
-
-def run_json(capsys, *argv: str) -> dict:
-    assert cli.main([*argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
-
-
-def run_error(capsys, *argv: str) -> str:
-    assert cli.main(list(argv)) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, captured.err
-    return lines[0]
 
 
 @pytest.mark.parametrize("gpu", ["a100", "h100"])

@@ -3,33 +3,17 @@ counts, and one-line errors (exit 2) for every kind of bad input."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_error, run_json
 
 import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYER_KEYS = {"name", "op", "flops", "bytes", "time_s", "bound"}
-
-
-def run_json(capsys, *argv: str) -> dict:
-    assert cli.main([*argv, "--json"]) == 0
-    out = capsys.readouterr().out
-    return json.loads(out)
-
-
-def run_error(capsys, *argv: str) -> str:
-    """A user error: exit 2, nothing on stdout, exactly one line on stderr."""
-    assert cli.main(list(argv)) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, captured.err
-    return lines[0]
 
 
 def test_json_has_the_design_keys(capsys):
