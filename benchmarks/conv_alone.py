@@ -27,7 +27,8 @@ BUDGET_S = 0.5
 """Seconds of timing per shape per round."""
 
 SHAPES: tuple[tuple[str, str], ...] = tuple(
-    (kind, f"conv2d(n={n},c={c},h={h},w={h},k={k},r={r},s={r},stride={stride},pad={r // 2},groups={groups})")
+    (kind, f"conv2d(n={n},c={c},h={h},w={h},k={k},r={r},s={r},stride={stride},pad={r // 2},groups={groups},"
+           "bias=false)")
     for n in (1, 8, 32)
     for kind, c, h, k, r, stride, groups in (
         ("3x3", 64, 56, 64, 3, 1, 1),
@@ -46,13 +47,16 @@ SHAPES: tuple[tuple[str, str], ...] = tuple(
 
 
 def _conv_call(spec: str):
-    """A no-argument callable running the convolution `spec` describes in torch, forward, no autograd."""
+    """A no-argument callable running the convolution `spec` describes (read by `predict --op`'s own parser, so
+    the op timed is the op predicted), in torch, forward, no autograd."""
     import torch
 
-    fields = dict(kv.split("=") for kv in spec[spec.index("(") + 1:-1].split(","))
-    n, c, h, k, r, stride, pad, groups = (int(fields[x]) for x in ("n", "c", "h", "k", "r", "stride", "pad", "groups"))
-    conv = torch.nn.Conv2d(c, k, r, stride=stride, padding=pad, groups=groups, bias=False).eval()
-    x = torch.randn(n, c, h, h)
+    from roofline.workload.opspec import parse_op
+
+    op = parse_op(spec)
+    conv = torch.nn.Conv2d(op.c, op.k, (op.r, op.s), stride=op.stride, padding=op.pad, dilation=op.dilation,
+                           groups=op.groups, bias=op.bias).eval()
+    x = torch.randn(op.n, op.c, op.h, op.w)
 
     def call():
         with torch.no_grad():
