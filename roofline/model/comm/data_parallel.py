@@ -145,11 +145,6 @@ def build_fusion_buffers(tensors: list[tuple[float, float]], bytes_per_element: 
     return buffers
 
 
-def _ddp_buckets(tensors: list[tuple[float, float]], bytes_per_element: float,
-                 cap_bytes: float) -> list[tuple[int, float, float]]:
-    return build_buckets(tensors, bytes_per_element, cap_bytes)
-
-
 def _horovod_buffers(tensors: list[tuple[float, float]], bytes_per_element: float,
                      cap_bytes: float) -> list[tuple[int, float, float]]:
     return build_fusion_buffers(tensors, bytes_per_element)
@@ -172,7 +167,7 @@ def _per_tensor(tensors: list[tuple[float, float]], bytes_per_element: float,
 
 
 GROUPINGS: dict[str, Callable[[list[tuple[float, float]], float, float], list[tuple[int, float, float]]]] = {
-    "ddp": _ddp_buckets, "horovod": _horovod_buffers, "unbucketed": _unbucketed, "per-tensor": _per_tensor}
+    "ddp": build_buckets, "horovod": _horovod_buffers, "unbucketed": _unbucketed, "per-tensor": _per_tensor}
 """How a data-parallel library groups gradients into all-reduces: (tensors, bytes per element, cap) -> groups."""
 
 
