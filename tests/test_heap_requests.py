@@ -19,7 +19,7 @@ from roofline.model.cpu_runtime.heap_requests import (
     inference_requests,
     training_requests,
 )
-from roofline.model.step import executed
+from roofline.model.step_plan import executed
 from roofline.workload.ops import Conv2d
 from roofline.workload.ops.base import PASSES, Workload
 from roofline.workload.precision import get_precision

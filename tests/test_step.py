@@ -147,10 +147,12 @@ def test_resnet50_train_slower_than_inference_and_fp16_faster(v100, resnet50):
 
 
 def test_bytes_a_step_writes_closed_form():
-    from roofline.model.step import PASSES, written_bytes
+    from roofline.model.step_plan import plan_step
+    from roofline.workload.ops.base import PASSES
 
     ops = deep_mlp().ops
     # inference: each of the 4 layers writes its 8192 x 4096 output
-    assert written_bytes(ops, ("forward",), 2, 2) == LAYERS * ROWS * WIDTH * 2
+    assert plan_step(ops, ("forward",)).written_bytes(2, 2) == LAYERS * ROWS * WIDTH * 2
     # training adds 3 input gradients (the first layer's input needs none) and 4 weight gradients
-    assert written_bytes(ops, PASSES, 2, 4) == (LAYERS + LAYERS - 1) * ROWS * WIDTH * 2 + LAYERS * WIDTH**2 * 4
+    expected = (LAYERS + LAYERS - 1) * ROWS * WIDTH * 2 + LAYERS * WIDTH**2 * 4
+    assert plan_step(ops, PASSES).written_bytes(2, 4) == expected

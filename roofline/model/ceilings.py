@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from roofline.errors import RooflineError
 from roofline.hardware.derived import matrix_peak, memory_levels, ridge_point, vector_peak
@@ -97,6 +98,11 @@ class Ceilings:
     @property
     def dram(self) -> Level:
         return self.levels[-1]
+
+    @cached_property
+    def l2(self) -> Level | None:
+        """The level named L2, looked up once: the cost model asks for it in every op's pass."""
+        return next((lv for lv in self.levels if lv.name == "L2"), None)
 
     @property
     def peak_flops_per_s(self) -> float:

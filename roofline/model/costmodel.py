@@ -40,9 +40,11 @@ from roofline.workload.ops.base import GemmView, Op
 from roofline.workload.ops.conv import Conv2d
 
 
-@dataclass(frozen=True)
+@dataclass
 class OpCost:
-    """The predicted cost of one pass of one op, and why."""
+    """The predicted cost of one pass of one op, and why. Not frozen, though nothing changes one after it is
+    made (`dataclasses.replace` makes a changed copy): a frozen dataclass sets each of the 16 fields through
+    `object.__setattr__`, and building costs was a tenth of `advise --train`'s time (benchmarks/LOG.md)."""
 
     name: str
     kind: str
@@ -177,13 +179,12 @@ def _transposed_bytes(op: Op, ctx: CostContext, path: str, act_bytes: float, not
 
 
 def _memory_s(op: Op, has_views: bool, pass_: str, ctx: CostContext, act_bytes: float, w_bytes: float,
-              l2_bytes: float, notes: list[Note]) -> tuple[float, str]:
+              weight_level: Level, l2_bytes: float, notes: list[Note]) -> tuple[float, str]:
     """(seconds, level) of the traffic: activations from the smallest level holding the op's working set,
-    weights from the one holding the step between two uses; a measured kernel rate or the GEMM panels' L2
-    traffic where either is slower."""
+    weights from `weight_level` (the one holding the step between two uses); a measured kernel rate or the
+    GEMM panels' L2 traffic where either is slower."""
     c = ctx.ceilings
     act_level = _level_for(c.levels, act_bytes + w_bytes, c.is_gpu)
-    weight_level = _level_for(c.levels, max(ctx.weight_reuse_bytes, w_bytes), c.is_gpu)
     memory_s = act_bytes / act_level.bandwidth_bytes_per_s + w_bytes / weight_level.bandwidth_bytes_per_s
     level_name = act_level.name if act_bytes >= w_bytes else weight_level.name
     kernel_rate = c.kernel_bytes_per_s.get(op.kernel_key(pass_)) if not has_views else None
@@ -192,7 +193,7 @@ def _memory_s(op: Op, has_views: bool, pass_: str, ctx: CostContext, act_bytes: 
         level_name = "kernel"
         notes.append(Note("kernel rate", f"measured {op.kernel_key(pass_)} kernel streams "
                           f"{kernel_rate / 1e9:.3g} GB/s, below its memory level"))
-    l2 = next((lv for lv in c.levels if lv.name == "L2"), None)
+    l2 = c.l2
     if l2 is not None and l2_bytes / l2.bandwidth_bytes_per_s > memory_s:
         memory_s = l2_bytes / l2.bandwidth_bytes_per_s
         level_name = "L2"
@@ -230,10 +231,12 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
         notes.append(Note("fallback convolution",
                           "PyTorch's batch-1 fallback convolution: im2col and one BLAS product, no oneDNN call"))
     views = op.gemm_views(pass_)
-    cold_weight = w_bytes > 0 and _level_for(c.levels, max(ctx.weight_reuse_bytes, w_bytes), c.is_gpu) is c.levels[-1]
+    weight_level = _level_for(c.levels, max(ctx.weight_reuse_bytes, w_bytes), c.is_gpu)
+    cold_weight = w_bytes > 0 and weight_level is c.levels[-1]
     compute_s, l2_bytes, path = _compute_s(op, views, pass_, ctx, flops, call_s, slow2d, notes, cold_weight)
     act_bytes += _transposed_bytes(op, ctx, path, act_bytes, notes)
-    memory_s, level_name = _memory_s(op, bool(views), pass_, ctx, act_bytes, w_bytes, l2_bytes, notes)
+    memory_s, level_name = _memory_s(op, bool(views), pass_, ctx, act_bytes, w_bytes, weight_level, l2_bytes,
+                                   notes)
     host_s = call_s * launches * ctx.host_call_factor
     launch_s = c.launch_s * launches if c.is_gpu else 0.0
     layout_s = layout_conversion_s(op, pass_, act_bytes, ctx, onednn)

@@ -4,6 +4,7 @@ outer-product surfaces (`skinny_gemm_rate`). See `costmodel` for how an op's pas
 
 from __future__ import annotations
 
+import functools
 import math
 
 from roofline.model.ceilings import Ceilings, skinny_rate
@@ -74,6 +75,12 @@ def _panel_bytes(view: GemmView, tile: tuple[int, int], element_bytes: float) ->
     return (m * k * math.ceil(n / tile[1]) + k * n * math.ceil(m / tile[0])) * float(view.count) * element_bytes
 
 
+def _largest_power_of_two(limit: int) -> int:
+    """The largest power of two not above `limit`, 1 when `limit` < 2: split-K doubles the slices while the
+    tiles still fit the units once more and each slice stays `SPLIT_K_MIN_DEPTH` deep."""
+    return 1 << (limit.bit_length() - 1) if limit >= 2 else 1
+
+
 def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext) -> tuple[float, tuple[int, int], int, float]:
     """Time of the GEMM under tile and wave quantization; returns (seconds, tile, split-K factor, L2 bytes).
 
@@ -85,22 +92,32 @@ def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext) -> tuple[float
     m, n, k, count = int(view.m), int(view.n), int(view.k), int(view.count)
     if min(m, n, k, count) <= 0:
         return 0.0, (0, 0), 1, 0.0
-    per_unit = rate / c.units
-    l2 = next((lv for lv in c.levels if lv.name == "L2"), None) if c.is_gpu else None
+    l2_bytes_per_s = c.l2.bandwidth_bytes_per_s if c.is_gpu and c.l2 is not None else None
+    return _quantized(m, n, k, count, rate, c.units, c.is_gpu, c.tiles, l2_bytes_per_s, ctx.activation_bytes)
+
+
+@functools.lru_cache(maxsize=8192)
+def _quantized(m: int, n: int, k: int, count: int, rate: float, units: int, is_gpu: bool,
+               tile_shapes: tuple[tuple[int, int], ...], l2_bytes_per_s: float | None,
+               element_bytes: float) -> tuple[float, tuple[int, int], int, float]:
+    """`gemm_compute_s` of one product shape at one rate on one device's units, tiles and L2: a pure function,
+    remembered because a sweep prices the same product again at another precision of equal rate (fp16 and
+    bf16; an fp32 step's convolutions on TF32 tensor cores and the TF32 step's)."""
+    per_unit = rate / units
+    deepest_split = _largest_power_of_two(k // SPLIT_K_MIN_DEPTH)
+    view = GemmView(m, n, k, count)
     best = (math.inf, math.inf, (0, 0), 1, 0.0)
-    for tm, tn in c.tiles:
+    for tm, tn in tile_shapes:
         tiles = math.ceil(m / tm) * math.ceil(n / tn) * count
-        split = 1
-        while tiles * split * 2 <= c.units and k // (split * 2) >= SPLIT_K_MIN_DEPTH:
-            split *= 2
-        waves = math.ceil(tiles * split / c.units)
-        if c.is_gpu:
+        split = min(_largest_power_of_two(units // tiles), deepest_split)
+        waves = math.ceil(tiles * split / units)
+        if is_gpu:
             tile_flops = 2 * tm * tn * math.ceil(k / split)
         else:
             tile_flops = 2 * min(tm, m) * min(tn, n) * math.ceil(k / split)
         t = waves * tile_flops / per_unit
-        panel = _panel_bytes(view, (tm, tn), ctx.activation_bytes) if l2 is not None else 0.0
-        limit = max(t, panel / l2.bandwidth_bytes_per_s) if l2 is not None else t
+        panel = _panel_bytes(view, (tm, tn), element_bytes) if l2_bytes_per_s is not None else 0.0
+        limit = max(t, panel / l2_bytes_per_s) if l2_bytes_per_s is not None else t
         if limit < best[0]:
             best = (limit, t, (tm, tn), split, panel)
     return best[1], best[2], best[3], best[4]

@@ -11,7 +11,7 @@ so host and compute add up. The input batch crosses the host link each step; wit
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from roofline.errors import RooflineError
@@ -24,8 +24,9 @@ from roofline.model.cpu_runtime.heap_requests import first_touch_bytes
 from roofline.model.fp32_math import DEFAULT_FP32_MATH, get_fp32_math
 from roofline.model.memory import MemoryBreakdown, default_reserve_bytes, memory_breakdown
 from roofline.model.notes import Note
+from roofline.model.step_plan import StepPlan, plan_for
 from roofline.workload.ops.attention import ATTENTION_PATHS, with_eager_attention
-from roofline.workload.ops.base import PASSES, Op, Workload
+from roofline.workload.ops.base import Op, Workload
 from roofline.workload.ops.conv import Conv2d
 from roofline.workload.precision import PRECISIONS, Precision
 
@@ -173,46 +174,14 @@ def _sync_cost(name: str, c: Ceilings, why: str) -> OpCost:
                   (Note("synchronization", why),), 0, True)
 
 
-def executed(ops: list[Op], passes: tuple[str, ...]) -> list[tuple[str, Op]]:
-    """(pass, op) pairs a step runs, in execution order. Autograd differentiates only what depends on a
-    parameter: ops before the first layer with weights get no backward at all, and that first layer
-    computes its weight gradient but no gradient for its input."""
-    first = next((i for i, op in enumerate(ops) if op.params()), len(ops))
-    return [(pass_, op) for pass_ in passes for index, op in enumerate(ops)
-            if pass_ == "forward" or index > first or (index == first and pass_ == "backward_weight")]
-
-
-def written_bytes(ops: list[Op], passes: tuple[str, ...], activation_bytes: int, weight_bytes: int) -> float:
-    """Bytes every pass of a step writes (activations, and gradients when training): with the weights, what
-    passes through the caches between two uses of one weight."""
-    total = 0.0
-    for pass_, op in executed(ops, passes):
-        t = op.traffic(pass_)
-        total += float(t.activations_written) * activation_bytes + float(t.weights_written) * weight_bytes
-    return total
-
-
-def op_costs(ops: list[Op], passes: tuple[str, ...], ctx: CostContext,
-             context_for: Callable[[Op], CostContext] | None = None) -> list[OpCost]:
-    """Every pass of every op, in execution order, each in `context_for(op)` (default `ctx`). Models repeat
-    layers of one shape (ResNet-50's 175 ops have 49 distinct shapes, BERT's 227 have 17), and a cost is a
-    pure function of shape, pass and context (which depends on the op's type only), so each distinct one is
-    computed once and renamed for its other occurrences."""
-    memo: dict[Hashable, OpCost] = {}
+def op_costs(plan: StepPlan, ctx: CostContext, context_for: Callable[[Op], CostContext] | None = None) -> list[OpCost]:
+    """Every pair of the plan, in execution order, each in `context_for(op)` (default `ctx`): each distinct
+    (pass, shape) is priced once and renamed for its other occurrences."""
+    priced = [op_cost(op, pass_, context_for(op) if context_for else ctx) for pass_, op in plan.distinct]
     out = []
-    for pass_, op in executed(ops, passes):
-        key: Hashable | None = (pass_, op.shape_key())
-        try:
-            cost = memo.get(key)
-        except TypeError:  # a field that cannot be hashed: cost it every time
-            key = cost = None
-        if cost is None:
-            cost = op_cost(op, pass_, context_for(op) if context_for else ctx)
-            if key is not None:
-                memo[key] = cost
-        elif cost.name != op.name:
-            cost = cost.renamed(op.name)
-        out.append(cost)
+    for (_, op), at in zip(plan.pairs, plan.slot, strict=True):
+        cost = priced[at]
+        out.append(cost if cost.name == op.name else cost.renamed(op.name))
     return out
 
 
@@ -274,16 +243,15 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     params = float(workload.params())
     amp = precision.master_weight_bytes > precision.storage_bytes
     weight_bytes = precision.storage_bytes
-    passes = PASSES if opts.train else ("forward",)
-    ops = workload.ops if opts.train else workload.inference_ops()
-    reuse = params * weight_bytes + written_bytes(ops, passes, precision.storage_bytes, weight_bytes)
+    plan = plan_for(workload, opts.train)
+    reuse = params * weight_bytes + plan.written_bytes(precision.storage_bytes, weight_bytes)
     training_gpu = opts.train and c.is_gpu and opts.runtime is not None
     factor = load_runtime(opts.runtime).training_host_factor.value if training_gpu else 1.0
     ctx = CostContext(c, precision.storage_bytes, weight_bytes, weight_reuse_bytes=reuse,
                       channels_last=opts.channels_last, host_call_factor=factor, warm_calls=opts.alone)
-    costs = op_costs(ops, passes, ctx, tf32_context_for(profile, precision, opts, ctx))
+    costs = op_costs(plan, ctx, tf32_context_for(profile, precision, opts, ctx))
     if c.page_fault_bytes_per_s and c.cpu_runtime is not None and c.cpu_runtime.glibc_heap and not opts.heap_kept:
-        fresh = first_touch_bytes(executed(ops, passes), workload.flow(), opts.train, ctx, c.cpu_runtime.page_bytes)
+        fresh = first_touch_bytes(plan.pairs, workload.flow(), opts.train, ctx, c.cpu_runtime.page_bytes)
         costs = [with_first_touch(cost, b, c.page_fault_bytes_per_s) for cost, b in zip(costs, fresh, strict=True)]
     ptensors = _param_tensors(workload)
     optimizer_s = amp_cast_s = 0.0
