@@ -81,7 +81,7 @@ def test_quick_calibration_end_to_end(quick_calibration, tmp_path):
     m = doc["measured"]
     assert {"fp32", "fp64", "bf16"} <= set(m["peak_flops"])
     assert m["memory_bandwidth"] > 0 and m["framework_dispatch_s"] > 0
-    kinds = {"3x3", "1x1", "depthwise", "stem", "depthwise:nchw"}
+    kinds = {"3x3", "1x1", "depthwise", "stem", "depthwise:nchw", "stem:nchw"}
     assert set(m["conv_efficiency"]) == kinds | {f"{k}:backward" for k in kinds}
     assert m["environment"]["torch_threads"] >= 1
     assert m["dispatch_s_by_kind"]["conv2d:depthwise"] > 0

@@ -219,6 +219,31 @@ def test_nchw_depthwise_backward_takes_its_own_measured_kernel_without_conversio
     assert channels_last.device_s == pytest.approx(flops / (0.25 * c.vector_flops_per_s))
 
 
+def test_nchw_stem_takes_its_own_measured_kernel_without_conversion(textbook):
+    from roofline.model.ceilings import GemmFit
+    from roofline.workload.ops import Conv2d
+
+    fit = GemmFit(t0_s=0.0, r_inf_flops_per_s=100e9, n_half=50.0)
+    c = replace(textbook, gemm_fit=fit, conv_efficiency={"stem": 1.0, "stem:nchw": 1.4, "3x3": 1.0},
+                layout_conversion_bytes_per_s={"cache": 20e9, "dram": 2e9})
+    stem = Conv2d("stem", n=8, c=3, h=224, w=224, k=64, r=7, s=7, stride=2, pad=3, bias=False)
+    view = stem.gemm_views("forward")[0]
+    flops = 2 * 8 * 64 * 112 * 112 * 3 * 49
+    assert view.flops == flops
+    # NCHW: oneDNN reads the 3 input channels in place, the kernel timed in NCHW at 1.4 of the GEMM fit's rate
+    nchw = op_cost(stem, "forward", CostContext(c, 4, 4))
+    assert nchw.compute_s == pytest.approx(flops / (1.4 * fit.rate(view.equivalent_n)))
+    assert nchw.device_s == pytest.approx(max(nchw.compute_s, nchw.memory_s))
+    # channels-last: the channels-last kernel's own efficiency, and no conversion either
+    channels_last = op_cost(stem, "forward", CostContext(c, 4, 4, channels_last=True))
+    assert channels_last.compute_s == pytest.approx(flops / fit.rate(view.equivalent_n))
+    # a profile calibrated before stems were timed in NCHW: the channels-last kernel between two conversions
+    older = replace(c, conv_efficiency={"stem": 1.0, "3x3": 1.0})
+    moved = float(stem.bytes("forward", 4, 4)) - 64 * 3 * 49 * 4
+    converted = op_cost(stem, "forward", CostContext(older, 4, 4))
+    assert converted.device_s == pytest.approx(channels_last.compute_s + moved / 2e9)
+
+
 def test_weights_come_from_the_level_that_holds_the_whole_step(textbook):
     from roofline.model.ceilings import Level
     from roofline.workload.ops import Linear

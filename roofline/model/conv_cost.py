@@ -50,13 +50,28 @@ def conv_fixed_s(kind: str, pass_: str, call_s: float, ctx: CostContext, slow2d:
     return max(0.0, fixed - call_s) / (2 if pass_ != "forward" else 1)
 
 
-def depthwise_kind(c: Ceilings, ctx: CostContext, pass_: str) -> str:
-    """'depthwise:nchw' for the gradient passes over NCHW tensors on a CPU calibrated in that layout (PyTorch
-    runs another, far slower kernel there, conversion included), else 'depthwise': the forward over NCHW is
-    the channels-last kernel between two layout conversions, which `layout_conversion_s` adds."""
-    nchw = (pass_ != "forward" and not c.is_gpu and not ctx.channels_last
-            and "depthwise:nchw:backward" in c.conv_efficiency)
-    return "depthwise:nchw" if nchw else "depthwise"
+NCHW_NATIVE_KINDS = ("stem",)
+"""Kinds oneDNN runs over NCHW tensors without converting the input first: a first layer's few input channels
+are read where they lie. Timed in NCHW as their own kind (':nchw', `roofline.measure.probes.conv.SHAPES`),
+because there the NCHW convolution is not the channels-last one between two conversions: the 7x7/2 stem at
+batch 8 runs in 11.3 ms over NCHW against 15.5 ms channels-last on the 2-core machine of benchmarks/LOG.md."""
+
+
+def measured_kind(kind: str, c: Ceilings, ctx: CostContext, pass_: str) -> str:
+    """The kind whose measured efficiency prices this convolution: '<kind>:nchw' where the CPU convolution
+    over NCHW tensors was timed as its own kernel (the conversions, if any, are then in the figure), else
+    `kind`, the channels-last kernel that `layout_conversion_s` adds the conversions to.
+
+    Depthwise: only the gradient passes (PyTorch runs another, far slower kernel there); the forward over
+    NCHW is the channels-last kernel between two conversions. The stem (`NCHW_NATIVE_KINDS`): every pass."""
+    if c.is_gpu or ctx.channels_last:
+        return kind
+    nchw = f"{kind}:nchw"
+    if kind == "depthwise":
+        measured = pass_ != "forward" and f"{nchw}:backward" in c.conv_efficiency
+    else:
+        measured = kind in NCHW_NATIVE_KINDS and efficiency_key(c, nchw, pass_) is not None
+    return nchw if measured else kind
 
 
 def layout_conversion_s(op: Op, pass_: str, act_bytes: float, ctx: CostContext, onednn: bool) -> float:
@@ -68,8 +83,8 @@ def layout_conversion_s(op: Op, pass_: str, act_bytes: float, ctx: CostContext, 
     rates = c.layout_conversion_bytes_per_s
     if not onednn or ctx.channels_last or not rates:
         return 0.0
-    if isinstance(op, Conv2d) and op.depthwise and depthwise_kind(c, ctx, pass_) == "depthwise:nchw":
-        return 0.0  # measured in NCHW, conversion included
+    if isinstance(op, Conv2d) and measured_kind(conv_kind(op), c, ctx, pass_) != conv_kind(op):
+        return 0.0  # measured in NCHW, conversions included
     llc = c.levels[-2].capacity_bytes if len(c.levels) > 1 else 0.0
     rate = rates.get("cache" if 2 * act_bytes <= llc else "dram")
     return act_bytes / rate if rate else 0.0

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 
 from roofline.model.ceilings import Level
 from roofline.model.context import CostContext
-from roofline.model.conv_cost import conv_fixed_s, conv_kind, depthwise_kind, efficiency_key, layout_conversion_s
+from roofline.model.conv_cost import conv_fixed_s, conv_kind, efficiency_key, layout_conversion_s, measured_kind
 from roofline.model.cpu_runtime.backend import cpu_conv_backend
 from roofline.model.gemm_cost import QUANTIZATION_NOTE_RATIO, gemm_compute_s, gemm_rate, skinny_gemm_rate
 from roofline.model.notes import Note
@@ -107,7 +107,7 @@ def _gemm_view_s(op: Op, view: GemmView, pass_: str, ctx: CostContext, call_s: f
         return max(view.flops / skinny[0] - c.dispatch_s, view.flops / rate), 0.0, path
     if c.gemm_fit and not why:
         fit, reuse = c.gemm_fit, view.equivalent_n
-        key = efficiency_key(c, kind, pass_) if kind and not slow2d else None
+        key = efficiency_key(c, measured_kind(kind, c, ctx, pass_), pass_) if kind and not slow2d else None
         efficiency = 1.0
         if key and isinstance(op, Conv2d):
             share = op.weight_share()
@@ -140,7 +140,7 @@ def _vector_s(op: Op, pass_: str, ctx: CostContext, flops: float, call_s: float,
     c = ctx.ceilings
     depthwise = isinstance(op, Conv2d) and op.depthwise
     rate = c.vector_flops_per_s
-    key = efficiency_key(c, depthwise_kind(c, ctx, pass_), pass_) if depthwise else None
+    key = efficiency_key(c, measured_kind("depthwise", c, ctx, pass_), pass_) if depthwise else None
     fixed = 0.0
     if key and isinstance(op, Conv2d):
         efficiency = c.conv_efficiency_at(key, op.weight_share())

@@ -47,7 +47,7 @@ class ConvShape:
     stride: int = 1
     groups: int = 1
     channels_last: bool = True
-    """Timed in the layout fast kernels read natively; False for the NCHW depthwise probes (see `key`)."""
+    """Timed in the layout fast kernels read natively; False for the NCHW depthwise and stem probes (see `key`)."""
 
     @property
     def key(self) -> str:
@@ -103,6 +103,8 @@ SHAPES = (
     ConvShape("depthwise", 16, 64, 64, 64, 3, stride=2, groups=64, channels_last=False),
     ConvShape("depthwise", 8, 240, 240, 7, 5, groups=240, channels_last=False),
     ConvShape("depthwise", 64, 576, 576, 4, 5, groups=576, channels_last=False),
+    ConvShape("stem", 4, 3, 64, 224, 7, stride=2, channels_last=False),
+    ConvShape("stem", 1, 3, 16, 112, 3, stride=2, channels_last=False),
 )
 """3x3: ResNet-50's stage 1, ResNet-18's stages 2 and 4 at 112 px and batch 8 (weight shares 0.02, 0.27, 0.95; all on
 oneDNN's path, see `roofline.model.cpu_runtime.backend.cpu_conv_backend`: a batch-1 shape would run PyTorch's
@@ -110,7 +112,9 @@ fallback and say nothing of oneDNN); 1x1: ResNet-50's stage-2 and stage-4 (0.04,
 expansions and projections, from its first stages to its last (4 x 4 pixels); its depthwise 3x3 and 5x5 at four
 stages (one strided); the ResNet 7x7/2 and MobileNetV3 3x3/2 stems. Depthwise convolutions are also timed in NCHW
 ('depthwise:nchw'): there PyTorch's CPU backward runs another, far slower kernel (3 to 25x its channels-last time
-here, growing with channels x taps), not a layout conversion around the same one, so it is measured as its own kind."""
+here, growing with channels x taps), not a layout conversion around the same one, so it is measured as its own kind.
+The stems too ('stem:nchw'): oneDNN reads a first layer's few input channels in NCHW where they lie, faster than
+channels-last (`roofline.model.conv_cost.NCHW_NATIVE_KINDS`)."""
 
 FIXED_PROBES = (
     ConvShape("1x1", 8, 16, 16, 1, 1),
