@@ -488,6 +488,7 @@ def calibrate(device: str = "cpu", *, quick: bool = False, out: str | Path | Non
               on_step: Callable[[str], None] = lambda _: None) -> CalibrateResult:
     """Measure this machine's ceilings and write a calibrated profile (`roofline calibrate`); an existing
     `out` is replaced only with force=True, checked before any benchmark runs."""
+    from roofline.files import check_target
     from roofline.measure import calibrate as cal
     from roofline.measure.probes.gemm import CPU_TORCH_DTYPES, CUDA_TORCH_DTYPES
 
@@ -501,10 +502,11 @@ def calibrate(device: str = "cpu", *, quick: bool = False, out: str | Path | Non
     plan = cal.Plan(device, quick, dtypes)
     profile = cal.base_profile(device, hw)
     path = Path(out) if out is not None else cal.calibrated_path(profile.name)
-    if path.exists() and not force:
-        raise RooflineError(f"{path} exists; pass --force to overwrite it")
+    # a directory the user named must exist (a typo is refused before minutes of measuring); only the default
+    # calibrated directory is created on first use
+    check_target(path, "--out", force, parent_must_exist=out is not None)
     result = cal.run(plan, profile, on_step)
-    cal.write_profile(result.profile, path, force)
+    cal.write_profile(result.profile, path, force, create_directory=out is None)
     return CalibrateResult(measured=result.measured.model_dump(mode="json"), profile_path=str(path.resolve()),
                            details=result.details, warnings=list(result.warnings), calibration=result)
 

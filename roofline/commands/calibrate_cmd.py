@@ -38,17 +38,16 @@ def add_parser(subparsers) -> None:
 
 
 def run_comm(args: argparse.Namespace) -> int:
-    from roofline.errors import RooflineError
+    from roofline.files import check_target
     from roofline.measure.comm_calibration import default_path, write_link
     from roofline.measure.gloo_ranks import measure_allreduce
 
     if args.ranks < 2:
         raise RooflineError(f"--ranks must be at least 2 for an all-reduce, got {args.ranks}")
     path = Path(args.out) if args.out else default_path()
-    if path.exists() and not args.force:
-        raise RooflineError(f"{path} exists; pass --force to overwrite it")
+    check_target(path, "--out", args.force, parent_must_exist=args.out is not None)
     fit = measure_allreduce(args.ranks)
-    write_link(fit, path, args.force)
+    write_link(fit, path, args.force, create_directory=args.out is None)
     out = {"measured": {"backend": "gloo", "ranks": fit.ranks, "bus_bandwidth_bytes_per_s":
                         fit.bus_bandwidth_bytes_per_s, "latency_s": fit.latency_s,
                         "allreduce_times_s": {str(k): v for k, v in fit.times_s.items()}},

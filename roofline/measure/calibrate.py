@@ -430,14 +430,15 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     return Calibration(measured, profile, details, warnings)
 
 
-def write_profile(profile: Profile, path: Path, force: bool) -> None:
+def write_profile(profile: Profile, path: Path, force: bool, create_directory: bool = False) -> None:
     """YAML of the calibrated profile, written whole or not at all; refuses to replace an existing file unless
-    `force`. Its directory is created if missing (the default calibrated directory, on first use)."""
+    `force`. Its directory is created only when `create_directory` (the default calibrated directory, on first
+    use): a directory the user named that does not exist is a typo to report, not a path to make."""
     import yaml
 
     from roofline.files import check_target, write_text_atomically
 
-    check_target(path, "--out", force, parent_must_exist=False)
+    check_target(path, "--out", force, parent_must_exist=not create_directory)
     header = ("# Written by `roofline calibrate`: `measured` holds this machine's ceilings and the environment\n"
               "# they were taken in; roofline refuses to apply them elsewhere.\n")
     try:

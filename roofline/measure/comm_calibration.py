@@ -39,8 +39,14 @@ def link_document(fit: AllreduceFit) -> dict[str, Any]:
     }
 
 
-def write_link(fit: AllreduceFit, path: Path, force: bool) -> None:
-    if path.exists() and not force:
-        raise RooflineError(f"{path} exists; pass --force to overwrite it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(link_document(fit), sort_keys=False))
+def write_link(fit: AllreduceFit, path: Path, force: bool, create_directory: bool) -> None:
+    """The link profile, written whole or not at all (roofline.files); only the default calibrated directory is
+    created, a directory the user named must exist."""
+    from roofline.files import check_target, write_text_atomically
+
+    check_target(path, "--out", force, parent_must_exist=not create_directory)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RooflineError(f"{path.parent}: cannot create ({exc.strerror})") from None
+    write_text_atomically(path, yaml.safe_dump(link_document(fit), sort_keys=False), "--out", force)
