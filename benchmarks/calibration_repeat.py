@@ -78,7 +78,7 @@ def report(runs: list[dict[str, Any]], load: tuple[float, float]) -> str:
         rows = compare(a, b)
         flagged = set(a.get("unsteady", {})) | set(b.get("unsteady", {}))
         over = [r for r in rows if r[3] > LIMIT]
-        named = [r for r in over if _probes_of(r[0]) & flagged]
+        named = [r for r in over if _probes_of(r[0]) & flagged or _names_itself(r[0], flagged)]
         dram = next(r for r in rows if r[0] == "memory_bandwidth")
         peak = next(r for r in rows if r[0] == "peak_flops.fp32")
         lines.append(f"| {i}-{i + 1} | {len(rows)} | {len(rows) - len(over)} | {len(named)} | "
@@ -89,6 +89,12 @@ def report(runs: list[dict[str, Any]], load: tuple[float, float]) -> str:
                     "|---|---:|---:|---:|", *(f"| {k} | {x:.4g} | {y:.4g} | {d:.1%} |" for k, x, y, d in over)]
         details += ["", f"Flagged unsteady: {', '.join(sorted(flagged)) or 'none'}"]
     return "\n".join(lines + details) + "\n"
+
+
+def _names_itself(figure: str, flagged: set[str]) -> bool:
+    """Whether calibration flagged the figure by its own name (a figure computed from several probes or per
+    round: `memory_bandwidth`, `caches[level=L3]`, `peak_flops.fp64`, `sync_s`, ...)."""
+    return any(figure == name or figure.startswith((f"{name}.", f"{name}[")) for name in flagged)
 
 
 def _probes_of(figure: str) -> set[str]:

@@ -183,6 +183,21 @@ def test_round_probes_pool_every_round_each_with_a_share_of_the_budget(monkeypat
     assert len(probes.in_context["1x1"].samples_s) == len(probes.back_to_back["1x1"].samples_s) == rounds.ROUNDS
 
 
+def test_a_figure_computed_per_round_keeps_its_median_or_its_middle_round_by_speed():
+    from roofline.measure.rounds import kept_value
+
+    unsteady: dict[str, float] = {}
+    # (106 - 100) / 100 = 6% apart, within 10%: the median, not flagged
+    assert kept_value([100.0, 104.0, 106.0], "rate", unsteady, cost=False) == 104.0 and unsteady == {}
+    # a rate 90..130 (44% apart): by speed 130, 100, 90 -> the middle, 100
+    assert kept_value([100.0, 130.0, 90.0], "rate", unsteady, cost=False) == 100.0
+    assert unsteady == {"rate": pytest.approx(40 / 90)}
+    # a cost of 1 s and 2 s: the slower of two is the larger
+    assert kept_value([1.0, 2.0], "cost", unsteady, cost=True) == 2.0 and unsteady["cost"] == pytest.approx(1.0)
+    # no cost in any round: steady
+    assert kept_value([0.0, 0.0], "sync", unsteady, cost=True) == 0.0 and "sync" not in unsteady
+
+
 def test_first_touch_probe_faults_every_page_it_fills():
     pytest.importorskip("torch")
     resource = pytest.importorskip("resource")

@@ -175,9 +175,9 @@ class Plan:
 
     def steps(self) -> list[str]:
         """Step names in order: the progress bar's total and labels (`run` calls its `on_step` with each)."""
-        names = ["round 1", "dtypes", "round 2", "memory", "round 3", "confirm", "overheads"]
+        names = ["round 1", "dtypes", "round 2", "round 3"]
         if self.device == "cuda":
-            names.append("copies")
+            names += ["overheads", "copies"]
         return names
 
 
@@ -256,21 +256,33 @@ def base_profile(device: str, hw: str | None = None) -> Profile:
     return detect_cpu()
 
 
-def _confirm_sizes(points: list[Any]) -> list[int]:
-    """The sizes of a dtype outside the rounds measured again: the ones that set its peak and its curve's top
-    (the best and the largest)."""
-    if not points:
-        return []
-    return sorted({max(points, key=lambda p: p.flops_per_s).n, points[-1].n})
+def _flag_plateaus(plateaus: list[Any], points: list[Any], unsteady: dict[str, float]) -> None:
+    """Name a cache level or DRAM in `unsteady` (as its figure: `memory_bandwidth`, `caches[level=L3]`) when a
+    point inside it was: the level's bandwidth is a median over those points."""
+    for plateau in plateaus:
+        inside = [p for p in points if plateau.lo_bytes < p.working_set_bytes <= plateau.hi_bytes]
+        spreads = [unsteady[p.measurement.label] for p in inside if p.measurement.label in unsteady]
+        if spreads:
+            name = "memory_bandwidth" if plateau.level == "DRAM" else f"caches[level={plateau.level}]"
+            unsteady[name] = max(spreads)
+
+
+def _flag_peaks(curves: dict[str, list[Any]], unsteady: dict[str, float]) -> None:
+    """Name a dtype's peak in `unsteady` (`peak_flops.fp32`) when the curve point that sets it was."""
+    for key, points in curves.items():
+        if key.startswith("torch") and points:
+            best = max(points, key=lambda p: p.flops_per_s)
+            if best.measurement.label in unsteady:
+                unsteady[f"peak_flops.{key.split()[1]}"] = unsteady[best.measurement.label]
 
 
 def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _: None) -> Calibration:
     """Measure everything the plan names on top of `profile` (from `base_profile`); `on_step(name)` is
     called as each step begins. The probes predictions rest on run in `rounds.ROUNDS` rounds between the
     other steps (see `roofline.measure.rounds`)."""
-    from roofline.measure.probes import conv, gemm, kernels, memory, overhead
+    from roofline.measure.probes import conv, gemm, memory, overhead
     from roofline.measure.probes.heap import keep_pages_mapped
-    from roofline.measure.rounds import STEADY_LIMIT, RoundProbes, pool_points, steady_points
+    from roofline.measure.rounds import STEADY_LIMIT, RoundProbes
     from roofline.measure.timing import last_level_cache_bytes
     from roofline.model.ceilings import fit_gemm_curve, monotone_curve
 
@@ -288,16 +300,17 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
 
     if plan.device == "cuda":
         llc = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)) or None
-        round_dtypes, other_dtypes, numpy_dtypes = tuple(d for d in gemm.cuda_dtypes() if wanted(d)), (), ()
+        round_dtypes, numpy_dtypes = tuple(d for d in gemm.cuda_dtypes() if wanted(d)), ()
     else:
         llc = last_level_cache_bytes()
-        round_dtypes = ("fp32",)
-        other_dtypes = tuple(d for d in gemm.CPU_TORCH_DTYPES if d not in round_dtypes and wanted(d))
+        round_dtypes = tuple(d for d in gemm.CPU_TORCH_DTYPES if wanted(d))
         numpy_dtypes = gemm.NUMPY_DTYPES if plan.dtypes is None else ()
     if llc is None:
         raise ProfileError("no last-level cache size found (sysfs); cannot size the bandwidth sweep")
     probes = RoundProbes(plan.device, llc, round_dtypes, plan.gemm_sizes(), conv.shapes(plan.quick),
-                         plan.gemm_budget_s, plan.memory_budget_s, plan.conv_budget_s)
+                         plan.gemm_budget_s, plan.memory_budget_s, plan.conv_budget_s,
+                         memory_sizes=memory.working_sets(llc, plan.memory_step),
+                         memory_kernels=plan.memory_kernels, memory_budget_s=plan.memory_budget_s, host_probes=True)
     measurements = []
 
     on_step("round 1")
@@ -305,9 +318,6 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
 
     on_step("dtypes")
     curves: dict[str, list[gemm.GemmPoint]] = {}
-    for dtype in other_dtypes:
-        curves[f"torch {dtype}"] = gemm.sweep("torch", dtype, plan.gemm_sizes(), device=plan.device,
-                                              llc_bytes=llc, budget_s=plan.gemm_budget_s)
     for dtype in numpy_dtypes:
         curves[f"numpy {dtype}"] = gemm.sweep("numpy", dtype, plan.gemm_sizes(), llc_bytes=llc,
                                               budget_s=plan.gemm_budget_s)
@@ -315,50 +325,31 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     on_step("round 2")
     probes.round()
 
-    on_step("memory")
-    sizes = memory.working_sets(llc, plan.memory_step)
-    if plan.device == "cuda":
-        points = memory.cuda_sweep(sizes, budget_s=plan.memory_budget_s)
-        totals = [("L2", float(llc))]
-    else:
-        points = memory.sweep(sizes, plan.memory_kernels, budget_s=plan.memory_budget_s)
-        totals = _cache_totals(profile)
-    conversion: dict[str, float] = {}
-    fault_rate = None
-    if plan.device == "cpu":
-        layout = conv.layout_conversion(llc, plan.device, plan.gemm_budget_s)
-        measurements += [m for p in layout for m in (p.nchw, p.channels_last)]
-        conversion = {p.level: p.bytes_per_s for p in layout if p.bytes_per_s != float("inf")}
-        details["layout_conversion_bytes_per_s"] = conversion
-        fault_rate, fill_existing, fill_fresh = kernels.page_fault_rate(plan.memory_budget_s)
-        measurements += [fill_existing, fill_fresh]
-        details["page_fault_bytes_per_s"] = fault_rate
-
     on_step("round 3")
     probes.round()
     unsteady = probes.steady()
-
-    on_step("confirm")
-    for key in [k for k in curves if k.startswith("torch")]:
-        second = gemm.sweep("torch", key.split()[1], _confirm_sizes(curves[key]), device=plan.device,
-                            llc_bytes=llc, budget_s=plan.gemm_budget_s)
-        curves[key] = steady_points(pool_points(curves[key], second, lambda p: p.n), unsteady)
     curves.update({f"torch {dtype}": points for dtype, points in probes.gemm.items()})
     order = [f"torch {d}" for d in gemm.CUDA_TORCH_DTYPES] + [f"numpy {d}" for d in gemm.NUMPY_DTYPES]
     curves = {key: curves[key] for key in sorted(curves, key=order.index)}
-    measurements += [p.measurement for c in curves.values() for p in c]
-    top = [max(sizes)]
-    again = memory.cuda_sweep(top, budget_s=plan.memory_budget_s) if plan.device == "cuda" else memory.sweep(
-        top, [k for k in plan.memory_kernels if k != "triad"], budget_s=plan.memory_budget_s)
-    points = steady_points(pool_points(points, again, lambda p: (p.kernel, p.working_set_bytes)), unsteady)
-    measurements += [p.measurement for p in points]
+    measurements += [p.measurement for key, c in curves.items() if key.startswith("numpy") for p in c]
+    points = probes.bandwidth
+    totals = [("L2", float(llc))] if plan.device == "cuda" else _cache_totals(profile)
     plateaus = memory.plateaus(points, totals)
+    _flag_plateaus(plateaus, points, unsteady)
     caches, dram = _plateau_caches(plateaus, warnings)
+    conversion: dict[str, float] = {}
+    fault_rate = None
+    if plan.device == "cpu":
+        conversion = probes.layout_conversion(unsteady)
+        details["layout_conversion_bytes_per_s"] = conversion
+        fault_rate = probes.page_fault_bytes_per_s(unsteady)
+        details["page_fault_bytes_per_s"] = fault_rate
     details["bandwidth"] = [{"kernel": p.kernel, "working_set_bytes": p.working_set_bytes,
                              "bytes_per_s": p.bytes_per_s, "spread": p.measurement.spread} for p in points]
     details["plateaus"] = [{"level": p.level, "from_bytes": p.lo_bytes, "to_bytes": p.hi_bytes,
                             "bandwidth_bytes_per_s": p.bandwidth_bytes_per_s} for p in plateaus]
     peak = {key.split()[1]: max(p.flops_per_s for p in c) for key, c in curves.items() if key.startswith("torch")}
+    _flag_peaks(curves, unsteady)
     details["gemm"] = {key: [{"n": p.n, "flops_per_s": p.flops_per_s, "spread": p.measurement.spread} for p in c]
                        for key, c in curves.items()}
     details["skinny_gemm_fp32"] = [{"small": p.small, "other": p.other, "flops_per_s": p.flops_per_s}
@@ -372,15 +363,14 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
     fp32_fit = fit_gemm_curve(monotone_curve([(p.n, p.flops_per_s) for p in curves["torch fp32"]]))
     conv_points = conv.efficiency_points(probes.conv, conv.per_pass(probes.back_to_back), fp32_fit, peak["fp32"])
     measurements += probes.measurements()
+    tiny = probes.tiny
+    sync_s = probes.sync_s(unsteady)
 
-    on_step("overheads")
-    tiny = overhead.dispatch("cpu")
-    measurements.append(tiny)
-    launch = overhead.dispatch("cuda") if plan.device == "cuda" else None
-    if launch is not None:
+    launch = None
+    if plan.device == "cuda":
+        on_step("overheads")
+        launch = overhead.dispatch("cuda")
         measurements.append(launch)
-    sync = overhead.sync_cost(plan.device)
-    measurements += [sync.synced, sync.queued]
 
     h2d: dict[str, float] = {}
     if plan.device == "cuda":
@@ -413,7 +403,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
         page_fault_bytes_per_s=fault_rate if fault_rate and fault_rate != float("inf") else None,
         layout_conversion_bytes_per_s=conversion,
         kernel_launch_s=launch.median if launch is not None else None,
-        framework_dispatch_s=tiny.median, sync_s=sync.per_step_s, unsteady=unsteady, environment=environment)
+        framework_dispatch_s=tiny.median, sync_s=sync_s, unsteady=unsteady, environment=environment)
     if plan.device == "cpu":
         from roofline.hardware.detect import detect_cpu
 
@@ -426,7 +416,7 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
                  for label, spread in sorted(unsteady.items())]
     details["elapsed_s"] = time.perf_counter() - started
     details["overheads"] = {"framework_dispatch_s": tiny.median, "kernel_launch_s": measured.kernel_launch_s,
-                            "sync_s": sync.per_step_s}
+                            "sync_s": sync_s}
     return Calibration(measured, profile, details, warnings)
 
 

@@ -200,5 +200,10 @@ def page_fault_rate(budget_s: float = 0.3) -> tuple[float, Measurement, Measurem
                      work_unit="B", budget_s=budget_s).measure()
     fresh = Timer(lambda: _fresh_fill(numel), label="fill fresh 64 MiB", work=FAULT_PROBE_BYTES,
                   work_unit="B", budget_s=budget_s).measure()
+    return fault_rate(existing, fresh), existing, fresh
+
+
+def fault_rate(existing: Measurement, fresh: Measurement) -> float:
+    """FAULT_PROBE_BYTES over the extra time of filling fresh memory (inf where there was none)."""
     extra = fresh.median - existing.median
-    return (FAULT_PROBE_BYTES / extra if extra > 0 else float("inf")), existing, fresh
+    return FAULT_PROBE_BYTES / extra if extra > 0 else float("inf")
