@@ -58,6 +58,12 @@ PASSES = 3
 minutes apart (this machine's speed swings between states lasting seconds to tens of seconds; one window
 can sit in either) and the row's step is the median of all passes' samples. The profiler's per-kind table
 and the fresh-page count are taken in the first pass only."""
+KNIFE_EDGE_SPREAD = 0.20
+"""A row whose pooled samples' IQR exceeds this share of their median is one whose processes disagree, not a
+noisy timer: the C heap's state is drawn per process (the MLP's training step at batch 1 faulted 8.4 MB a step
+in 9 of 16 processes, 6-8 ms, and none in the other 7, 1.5-2 ms; LOG.md). Such a row runs again, PASSES more
+processes, with glibc told to keep its pages (the allocator advice's setting, `heap_setting.KEEP_HEAP_ENV`),
+predicted so; the report shows both and judges the targets on the steady one (issue 16)."""
 SPEED_PROBE_N = 512
 SPEED_PROBE_S = 0.3
 
@@ -192,11 +198,29 @@ def markdown(results: list[dict[str, Any]], summary: dict[str, Any]) -> str:
                          f"{_mb(run['fresh_page_bytes_per_step'])} / "
                          f"{_mb(run['predicted_fresh_page_bytes_per_step'])} | "
                          f"{_pct(run['error_pct'])} | {worst_kinds(run)} |")
+    edge = [(res, run) for res in results for run in res["runs"] if "steady_heap" in run]
+    if edge:
+        lines += ["", f"Rows on a heap knife edge (spread over {KNIFE_EDGE_SPREAD:.0%}: processes disagree), run again "
+                  f"in {PASSES} processes keeping the C heap (MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_ huge) and "
+                  "predicted so; the targets judge these rows by this steady run:", "",
+                  "| model | mode | batch | default heap: predicted / measured ms, error | steady heap: predicted / "
+                  "measured ms | passes ms | spread | error |", "|---|---|---:|---|---|---|---:|---:|"]
+        for res, run in edge:
+            kept = run["steady_heap"]
+            lines.append(f"| {res['model']} | {'train' if res['train'] else 'infer'} | {run['batch_size']} | "
+                         f"{_ms(run['predicted_s'])} / {_ms(run['measured_s'])}, {_pct(run['error_pct'])} | "
+                         f"{_ms(kept['predicted_s'])} / {_ms(kept['measured_s'])} | "
+                         f"{', '.join(_ms(m) for m in kept['pass_measured_s'])} | {kept['spread']:.0%} | "
+                         f"{_pct(kept['error_pct'])} |")
     met = "met" if summary["median_target_met"] else "NOT met"
     worst_met = "met" if summary["worst_target_met"] else "NOT met"
-    lines += ["", f"Runs: {summary['runs']}. Median |error| {summary['median_abs_error_pct']:.1f}% "
+    default = summary["default_heap"]
+    lines += ["", f"Runs: {summary['runs']}, {summary['knife_edge_rows']} of them judged by their steady-heap run. "
+              f"Median |error| {summary['median_abs_error_pct']:.1f}% "
               f"(target <= {MEDIAN_TARGET_PCT:g}%: {met}); worst |error| {summary['max_abs_error_pct']:.1f}% "
-              f"(target <= {WORST_TARGET_PCT:g}%: {worst_met}). Wall time {summary['elapsed_s']:.0f} s."]
+              f"(target <= {WORST_TARGET_PCT:g}%: {worst_met}). Every row in its default heap instead: median "
+              f"{default['median_abs_error_pct']:.1f}%, worst {default['max_abs_error_pct']:.1f}%. Wall time "
+              f"{summary['elapsed_s']:.0f} s."]
     if "issue_grid" in summary:
         grid = summary["issue_grid"]
         lines.append(f"The issue's grid alone ({', '.join(ISSUE_GRID)}; {grid['runs']} runs): median |error| "
@@ -229,10 +253,12 @@ class CaseRun:
     live: LiveRuns
     load: float
     speed_flops_per_s: float
+    keep_heap: bool = False
+    """The process ran with glibc keeping its pages (KNIFE_EDGE_SPREAD), and is predicted so."""
 
     def as_dict(self, choice: ProfileChoice) -> dict[str, Any]:
         """validate's JSON document of the live runs, each predicted from `choice`'s profile."""
-        res = validation_dict(compare(self.request, self.live, choice))
+        res = validation_dict(compare(self.request, self.live, choice, heap_kept=self.keep_heap))
         for run in res["runs"]:
             run["load_avg_1min"], run["speed_probe_flops_per_s"] = [self.load], [self.speed_flops_per_s]
         return res
@@ -253,16 +279,19 @@ def measure_case(index: int, first_pass: bool) -> dict[str, Any]:
     return {"live": live.as_dict(), "load": load, "speed_flops_per_s": speed}
 
 
-def run_case(index: int, first_pass: bool) -> CaseRun:
+def run_case(index: int, first_pass: bool, keep_heap: bool = False) -> CaseRun:
     """`measure_case` in a new process, as a user's script runs one model: in one long process, what earlier
     models left on the C heap decides how much of the next one's memory is fresh (BERT at batch 4 first-touched
     100 MB a step in a process of its own, 0 after the CNN cases)."""
+    from roofline.model.cpu_runtime.heap_setting import KEEP_HEAP_ENV
+
     argv = [sys.executable, __file__, "--child", str(index), *(["--first-pass"] if first_pass else [])]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    env = {**os.environ, **KEEP_HEAP_ENV} if keep_heap else None
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     if done.returncode != 0:
         raise SystemExit(f"case {ALL_CASES[index][0]} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
     doc = json.loads(done.stdout)
-    return CaseRun(request(index), LiveRuns.from_dict(doc["live"]), doc["load"], doc["speed_flops_per_s"])
+    return CaseRun(request(index), LiveRuns.from_dict(doc["live"]), doc["load"], doc["speed_flops_per_s"], keep_heap)
 
 
 def pooled(passes: list[dict[str, Any]]) -> dict[str, Any]:
@@ -289,6 +318,28 @@ def pooled(passes: list[dict[str, Any]]) -> dict[str, Any]:
     errors = [abs(r["error_pct"]) for r in out["runs"]]
     out["median_abs_error_pct"], out["max_abs_error_pct"] = statistics.median(errors), max(errors)
     return out
+
+
+def judged_error(run: dict[str, Any]) -> float:
+    """The error a row is judged by: its steady-heap rerun's where it had one (KNIFE_EDGE_SPREAD)."""
+    return run["steady_heap"]["error_pct"] if "steady_heap" in run else run["error_pct"]
+
+
+def steady_heap_again(results: list[dict[str, Any]], indices: list[int], choice: ProfileChoice) -> None:
+    """Cases with a row over KNIFE_EDGE_SPREAD measured again in PASSES processes that keep their heap; each such
+    row gains `steady_heap` (measured, predicted with the heap kept, error, spread)."""
+    for res, index in zip(results, indices, strict=True):
+        edge = [r for r in res["runs"] if r["spread"] > KNIFE_EDGE_SPREAD]
+        if not edge:
+            continue
+        model, train, batches, _ = ALL_CASES[index]
+        print(f"steady heap: {model} {'train' if train else 'infer'} batch {batches}", file=sys.stderr, flush=True)
+        again = pooled([run_case(index, first_pass=False, keep_heap=True).as_dict(choice) for _ in range(PASSES)])
+        by_batch = {r["batch_size"]: r for r in again["runs"]}
+        for r in edge:
+            kept = by_batch[r["batch_size"]]
+            r["steady_heap"] = {key: kept[key] for key in ("measured_s", "predicted_s", "error_pct", "spread",
+                                                            "pass_measured_s")}
 
 
 def calibrate(out: Path, quick: bool) -> str:
@@ -346,10 +397,15 @@ def main(argv: list[str] | None = None) -> int:
         choice = ProfileChoice(load_profile(args.profile), "calibrated", str(args.profile)) if args.profile else (
             combined_profile(calibrations, args.out / f"{stem}-profile.yaml"))
     results = [{**pooled([p[i].as_dict(choice) for p in passes]), "inputs": ALL_CASES[i][3]} for i in indices]
-    errors = [abs(r["error_pct"]) for res in results for r in res["runs"]]
+    steady_heap_again(results, indices, choice)
+    errors = [abs(judged_error(r)) for res in results for r in res["runs"]]
+    default_heap = [abs(r["error_pct"]) for res in results for r in res["runs"]]
     summary = {"runs": len(errors), "median_abs_error_pct": statistics.median(errors),
-               "max_abs_error_pct": max(errors), "elapsed_s": time.perf_counter() - started}
-    grid = [abs(r["error_pct"]) for res in results if res["model"] in ISSUE_GRID for r in res["runs"]]
+               "max_abs_error_pct": max(errors), "elapsed_s": time.perf_counter() - started,
+               "default_heap": {"median_abs_error_pct": statistics.median(default_heap),
+                                "max_abs_error_pct": max(default_heap)},
+               "knife_edge_rows": sum("steady_heap" in r for res in results for r in res["runs"])}
+    grid = [abs(judged_error(r)) for res in results if res["model"] in ISSUE_GRID for r in res["runs"]]
     if grid:
         summary["issue_grid"] = {"runs": len(grid), "median_abs_error_pct": statistics.median(grid),
                                  "max_abs_error_pct": max(grid)}

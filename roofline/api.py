@@ -107,8 +107,8 @@ class PredictResult(Result):
     layers: list[Layer]
     batches: list[BatchRow]
     context: Literal["alone", "model"] = "model"
-    """'alone': one op called back to back in a loop (warm calls); 'model': a model's step, or an op priced
-    as one of its layers (`in_model`)."""
+    """'alone': one op called back to back in a loop (warm calls, a steady heap: first-touch faults noted, not
+    charged); 'model': a model's step, or an op priced as one of its layers (`in_model`)."""
 
 
 class SweepRow(BatchRow):

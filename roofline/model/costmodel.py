@@ -249,16 +249,20 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
                   max(work_s, launch_s), bound, path, tuple(dict.fromkeys(notes)), launches, c.is_gpu)
 
 
-def with_first_touch(cost: OpCost, fresh_bytes: float, bytes_per_s: float) -> OpCost:
+def with_first_touch(cost: OpCost, fresh_bytes: float, bytes_per_s: float, charged: bool = True) -> OpCost:
     """`cost` with the fresh pages its requests took in the step (`roofline.model.cpu_runtime.allocator`)
-    first-touched at the
-    measured rate. Faults stall the thread that writes the page, so they add to the op's time rather than hide
-    under max(compute, memory); the bound says so where they are the larger part."""
+    first-touched at the measured rate. Faults stall the thread that writes the page, so they add to the op's
+    time rather than hide under max(compute, memory); the bound says so where they are the larger part.
+    Not `charged` (a steady heap is priced): the pages a default glibc heap would take are only noted, as the
+    bound a process without the allocator advice adds."""
     if fresh_bytes <= 0:
         return cost
     fault_s = fresh_bytes / bytes_per_s
+    touched = (f"{fresh_bytes / 2**20:.3g} MiB first-touched in fresh pages at {bytes_per_s / 1e9:.2g} GB/s "
+               f"({fault_s * 1e3:.3g} ms)")
+    if not charged:
+        return replace(cost, notes=(*cost.notes, Note("first touch", f"steady heap priced; with glibc's default "
+                                                      f"heap up to {touched} more per call")))
     bound = "memory:fresh pages" if fault_s > max(cost.device_s, cost.host_s) else cost.bound
-    note = Note("first touch", f"{fresh_bytes / 2**20:.3g} MiB first-touched in fresh pages at "
-                f"{bytes_per_s / 1e9:.2g} GB/s ({fault_s * 1e3:.3g} ms)")
     return replace(cost, device_s=cost.device_s + fault_s, fresh_bytes=fresh_bytes, bound=bound,
-                   notes=(*cost.notes, note))
+                   notes=(*cost.notes, Note("first touch", touched)))

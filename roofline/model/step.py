@@ -95,9 +95,11 @@ class StepOptions:
     alone: bool = False
     """The workload is one op called back to back on its own, as a script timing it in a loop calls it
     (`predict --op`), not a layer among others: its code, the dispatcher's paths and its data stay in the
-    core's caches, so calls cost calibration's back-to-back figures. Its heap requests are still replayed
-    (the same ones every call): glibc returns the top of the heap when more than its trim threshold is free
-    there, so a large enough output is faulted in again on every call."""
+    core's caches, so calls cost calibration's back-to-back figures, and its heap is steady: no first-touch
+    faults are charged. Under glibc's default policy whether a call faults its output in again is the
+    process's history (a 3x3 convolution at batch 8 measured 8.8 ms with the heap kept and 14.3-16.3 ms in
+    fresh default processes, 13-16 MiB faulted per call), so the replayed fresh pages are noted as the bound a
+    default process adds, which the allocator advice removes."""
 
 
 @dataclass(frozen=True)
@@ -252,7 +254,8 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     costs = op_costs(plan, ctx, tf32_context_for(profile, precision, opts, ctx))
     if c.page_fault_bytes_per_s and c.cpu_runtime is not None and c.cpu_runtime.glibc_heap and not opts.heap_kept:
         fresh = first_touch_bytes(plan.pairs, workload.flow(), opts.train, ctx, c.cpu_runtime.page_bytes)
-        costs = [with_first_touch(cost, b, c.page_fault_bytes_per_s) for cost, b in zip(costs, fresh, strict=True)]
+        costs = [with_first_touch(cost, b, c.page_fault_bytes_per_s, charged=not opts.alone)
+                 for cost, b in zip(costs, fresh, strict=True)]
     ptensors = _param_tensors(workload)
     optimizer_s = amp_cast_s = 0.0
     scaler = amp and opts.train and c.is_gpu and opts.runtime is not None

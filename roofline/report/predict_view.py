@@ -19,7 +19,7 @@ def render_prediction(out: dict[str, Any]) -> None:
     console.print(f"[bold]{out['model']}[/] on [bold]{out['device']}[/], {out['precision']}, "
                   f"batch {out['batch_size']}: {mode}")
     if out.get("context") == "alone":
-        console.print("  context: the op alone, called back to back in a loop (warm calls); "
+        console.print("  context: the op alone, called back to back in a loop (warm calls, steady heap); "
                       "--in-model prices it as one layer of a model")
     console.print(f"  step {format_si(out['step_time_s'], 's')}  ->  {out['samples_per_s']:.1f} samples/s   "
                   f"memory {format_bytes(out['memory_bytes'])} of {format_bytes(out['capacity_bytes'])}")

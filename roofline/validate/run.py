@@ -34,16 +34,18 @@ def _check_request(req: ModelRequest, precision_name: str) -> None:
         import_reference(model)
 
 
-def compare(req: ModelRequest, live: LiveRuns, choice: ProfileChoice) -> Validation:
-    """Each live batch beside the prediction of `choice`'s profile for it: the comparing half of `validate`."""
+def compare(req: ModelRequest, live: LiveRuns, choice: ProfileChoice, heap_kept: bool | None = None) -> Validation:
+    """Each live batch beside the prediction of `choice`'s profile for it: the comparing half of `validate`.
+    `heap_kept`: whether the process that ran `live` kept its C heap (None: this process's environment says,
+    the live runs having happened here)."""
     from roofline.model.cpu_runtime.heap_setting import keeps_heap
     from roofline.model.step import StepOptions, predict_step
     from roofline.workload.precision import get_precision
     from roofline.workload.request import workload_builder
 
     _, build = workload_builder(req)
-    # the live runs happen in this process: its own environment says whether its heap returns pages
-    options = StepOptions(train=live.train, optimizer=live.optimizer, heap_kept=keeps_heap(os.environ))
+    kept = keeps_heap(os.environ) if heap_kept is None else heap_kept
+    options = StepOptions(train=live.train, optimizer=live.optimizer, heap_kept=kept)
     warnings = list(choice.warnings)
     runs = []
     for batch in live.batches:

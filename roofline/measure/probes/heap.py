@@ -6,9 +6,12 @@ of that memory first-touches it again, at about a microsecond per 4 KiB page on 
 calls pay depends on everything the process allocated before (here a depthwise convolution's NCHW layout
 conversion measured 1.9 or 30 GB/s in two processes), so a probe timed under the default policy measures
 the heap's history, not the kernel. Calibration fixes the policy (mallopt(3): trim threshold at its
-maximum, mmap threshold at glibc's 32 MiB ceiling, DEFAULT_MMAP_THRESHOLD_MAX); first-touch costs are
-measured on their own (`kernels.page_fault_rate`) and charged by the cost model where the allocator hands
-out fresh pages. Only the calibrating process is changed: `roofline validate` calibrates in a child process.
+maximum, and no mmap at all, as the allocator advice's MALLOC_MMAP_MAX_=0 does; a ceiling of 32 MiB on the mmap
+threshold alone still mapped, and faulted on every call, the buffers of probes larger than that: the DRAM
+layout-conversion probe's reorders, which then measured first touch as conversion, and a steady-heap depthwise
+convolution at batch 8 was predicted at 4.7 ms against 1.2 ms measured); first-touch costs are measured on
+their own (`kernels.page_fault_rate`) and charged by the cost model where the allocator hands out fresh pages.
+Only the calibrating process is changed: `roofline validate` calibrates in a child process.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from roofline.model.cpu_runtime.allocator import MMAP_THRESHOLD_MAX_BYTES
 
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
+M_MMAP_MAX = -4
 """mallopt(3) parameter numbers (malloc.h)."""
 TRIM_THRESHOLD_MAX_BYTES = 2**31 - 1
 
@@ -35,4 +39,4 @@ def keep_pages_mapped() -> bool:
     if mallopt is None or not hasattr(libc, "gnu_get_libc_version"):
         return False
     return bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_MAX_BYTES)) and bool(
-        mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX_BYTES))
+        mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX_BYTES)) and bool(mallopt(M_MMAP_MAX, 0))
