@@ -115,6 +115,32 @@ def test_bad_input_is_one_line_exit_2(capsys, argv, message):
     assert message in run_error(capsys, "predict", *argv)
 
 
+BAD_CONFIGS = [
+    ({"hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 2, "vocab_size": 10,
+      "max_position_embeddings": 64}, "missing 'intermediate_size'"),
+    ({"hidden_size": 4000, "num_attention_heads": 48, "num_hidden_layers": 2, "vocab_size": 10,
+      "intermediate_size": 64, "max_position_embeddings": 64}, "do not divide the hidden size"),
+    ({"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 10,
+      "intermediate_size": 64, "max_position_embeddings": 16}, "maximum"),
+    ({"hidden_size": 16384, "num_attention_heads": 128, "num_hidden_layers": 160, "vocab_size": 32000,
+      "intermediate_size": 65536, "max_position_embeddings": 4096}, "GiB"),
+]
+
+
+@pytest.mark.parametrize("command", ["predict", "advise"])
+@pytest.mark.parametrize("raw, message", BAD_CONFIGS, ids=["missing key", "heads", "context", "too big"])
+def test_bad_config_json_is_one_line_exit_2(capsys, tmp_path, command, raw, message):
+    """A config.json with a missing key, heads that do not divide the hidden size, a context beyond its
+    maximum (16 tokens here) or a model too big for the GPU at batch 1 (a 520B-parameter shape on an 80 GB A100):
+    one line on stderr, exit 2, from predict and from advise --serve."""
+    path = tmp_path / "bad" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(raw))
+    serve = ("--serve",) if command == "advise" else ("--batch", "1")
+    assert message in run_error(capsys, command, "--model", str(path), "--gpu", "a100", *serve,
+                                "--prompt-len", "16", "--output-len", "8")
+
+
 def test_advise_serve_keys_targets_and_memory(capsys):
     out = run_json(capsys, "advise", "--model", "llama-3-8b", "--gpu", "h100", "--serve", "--prompt-len", "1024",
                    "--output-len", "256", "--tpot-ms", "20", "--runtime", "graph")
