@@ -330,3 +330,20 @@ def test_serving_memory_matches_the_measured_peak_allocation(model, prompt, batc
     p = predict_serving(get_config(model), find_profile("h100"), serving_precision("bf16"), batch, prompt, 65)
     tensors = p.memory.total - p.memory.workspace
     assert tensors == pytest.approx(measured_bytes, rel=0.05)
+
+
+def test_fp8_serving_keeps_activations_16_bit():
+    """fp8 weights quantise only the products' operands: a norm moves 16-bit activations, and an fp8 KV cache is
+    read at one byte per element (TensorRT-LLM's gpt_attention.md: the attention operator's inputs and outputs
+    stay 16-bit under fp8)."""
+    assert serving_precision("fp8", "fp8").activation_bytes == 2
+    assert serving_precision("bf16").activation_bytes == 2
+    assert serving_precision("fp32").activation_bytes == 4
+    p = predict_serving(get_config("llama-2-7b"), find_profile("h100"), serving_precision("fp8", "fp8"), 1, 128, 2,
+                        "graph")
+    norm = next(o for o, _ in p.prefill.costs if o.name == "attn.norm")
+    # 128 tokens x 4096 read and written at 2 B, plus the 4096 weights at 2 B (norms stay 16-bit)
+    assert norm.bytes == 128 * 4096 * 2 * 2 + 4096 * 2
+    attention = next(o for o, _ in p.decode.costs if o.name == "attn.sdpa")
+    # decode at context 128 + 1 + 1 = 130: K and V of 32 heads x 128 dims at 1 B, q and o at 2 B, 1 token appended
+    assert attention.bytes == 2 * 32 * 130 * 128 * 1 + 2 * 32 * 128 * 2 + 2 * 32 * 128 * 1

@@ -54,7 +54,7 @@ def max_batch(cfg: DecoderConfig, prec: ServingPrecision, prompt: int, output: i
     """Largest batch whose weights, KV cache, activations and workspace fit (affine in the batch) on each of
     `tp` tensor-parallel GPUs."""
     def total(b: int) -> float:
-        ratio = prec.kv_bytes / prec.compute.storage_bytes
+        ratio = prec.kv_bytes / prec.activation_bytes
         return serving_memory(cfg, prec, b, prompt, output, is_gpu, prefill(cfg, b, prompt, ratio, tp), tp).total
     one, two = total(1), total(2)
     if one > capacity:

@@ -202,8 +202,8 @@ def tensor_parallel_s(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, 
     recipes quantise only the products' inputs (TensorRT-LLM's --enable_fp8, Transformer Engine)."""
     if tp is None or tp.gpus == 1:
         return 0.0
-    act = max(2, int(prec.compute.storage_bytes))
-    message = tp_message_bytes(cfg.hidden, phase.batch * phase.new_tokens, act)
+    act = prec.activation_bytes
+    message = tp_message_bytes(cfg.hidden, phase.batch * phase.new_tokens, int(act))
     logits = float(phase.batch) * cfg.vocab * act
     return (tensor_parallel_token_s(message, cfg.layers, tp.fabric, tp.algorithm)
             + ring_all_gather_s(logits, tp.fabric))
@@ -211,7 +211,7 @@ def tensor_parallel_s(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, 
 
 def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, c: Ceilings, runtime: str,
                reuse_bytes: float, tp: TensorParallel | None = None) -> PhaseCost:
-    act_bytes = prec.compute.storage_bytes
+    act_bytes = prec.activation_bytes
     linear_ctx = CostContext(c, act_bytes, prec.linear_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
     other_ctx = CostContext(c, act_bytes, prec.other_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
     rt = RUNTIMES[runtime]
@@ -253,7 +253,7 @@ def serving_memory(cfg: DecoderConfig, prec: ServingPrecision, batch: int, promp
     """One GPU's memory (of `tp` tensor-parallel ones)."""
     kv = batch * (prompt + output) * kv_cache_bytes_per_token(cfg, prec.kv_bytes, tp)
     return ServingMemory(weights=weight_bytes(cfg, prec, tp), kv_cache=kv,
-                         activations=activation_bytes(prefill_phase, prec.compute.storage_bytes),
+                         activations=activation_bytes(prefill_phase, prec.activation_bytes),
                          workspace=default_reserve_bytes(is_gpu))
 
 
@@ -268,7 +268,7 @@ def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: 
         raise ConfigError(f"{cfg.name}: {prompt} prompt + {output} output tokens exceed the model's maximum "
                           f"context of {cfg.max_positions} (max_position_embeddings)")
     c = ceilings_for(profile, prec.compute)
-    ratio = prec.kv_bytes / prec.compute.storage_bytes
+    ratio = prec.kv_bytes / prec.activation_bytes
     n = tp.gpus if tp else 1
     pre = prefill(cfg, batch, prompt, ratio, n)
     dec = decode(cfg, batch, prompt + output // 2 + 1, ratio, n)
