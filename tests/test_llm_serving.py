@@ -11,7 +11,7 @@ from cli_run import run_error, run_json
 import cli
 from roofline.hardware import find_profile
 from roofline.model.llm_precision import serving_precision
-from roofline.model.llm_step import predict_serving, weight_bytes
+from roofline.model.llm_step import predict_serving, tensor_parallel_group, weight_bytes
 from roofline.workload.llm.builtins import get_config
 
 LAYER_KEYS = {"name", "op", "flops", "bytes", "time_s", "bound"}
@@ -304,6 +304,13 @@ def test_tensor_parallel_cli(capsys):
     assert advice["max_batch_size"] > 0  # 138 GB of bf16 weights: 17 GB a GPU
     assert "--gpus" in run_error(capsys, "advise", "--serve", "--model", "llama-2-70b", "--gpu", "h100",
                                  "--precision", "bf16")
+    custom = run_json(capsys, "predict", "--model", "llama-2-7b", "--gpu", "a100", "--gpus", "8", "--prompt-len", "5",
+                      "--output-len", "200", "--runtime", "graph", "--allreduce", "custom", "--lm-head", "replicated")
+    nccl = run_json(capsys, "predict", "--model", "llama-2-7b", "--gpu", "a100", "--gpus", "8", "--prompt-len", "5",
+                    "--output-len", "200", "--runtime", "graph")
+    assert custom["tpot_s"] < nccl["tpot_s"]
+    assert "--lm-head" in run_error(capsys, "predict", "--model", "llama-2-7b", "--gpu", "a100", "--gpus", "2",
+                                    "--allreduce", "custom", "--lm-head", "sideways")
 
 
 def test_int4_products_pad_to_the_16_row_mma_tile():
@@ -347,3 +354,35 @@ def test_fp8_serving_keeps_activations_16_bit():
     attention = next(o for o, _ in p.decode.costs if o.name == "attn.sdpa")
     # decode at context 128 + 1 + 1 = 130: K and V of 32 heads x 128 dims at 1 B, q and o at 2 B, 1 token appended
     assert attention.bytes == 2 * 32 * 130 * 128 * 1 + 2 * 32 * 128 * 2 + 2 * 32 * 128 * 1
+
+
+def test_custom_allreduce_closed_form():
+    """A runtime's own intra-node all-reduce: one shot up to 256 KiB (one step of NVLink latency, then each GPU
+    reads its 7 peers' buffers), two shots up to 10 MiB, NCCL beyond (IntraNodeComm's thresholds)."""
+    from roofline.model.comm.collectives import allreduce_s, nccl_allreduce_s
+
+    fabric = tensor_parallel_group(find_profile("a100-sxm4-80gb"), 8).fabric
+    bus = 12 * 25e9 * 0.8222  # DGX A100: 12 NVLink 3 links per GPU x 25 GB/s one way x NCCL's 370/450
+    # decode at batch 1 on Llama-2-7B: 4096 x 2 B = 8 KiB: 3.4 us + 7 x 8192 B / bus
+    assert allreduce_s(8192, fabric, "custom") == pytest.approx(3.4e-6 + 7 * 8192 / bus)
+    # 1 MiB: two shots, 2 x 3.4 us + 2 x 7/8 x 1 MiB / bus
+    assert allreduce_s(2**20, fabric, "custom") == pytest.approx(2 * 3.4e-6 + 2 * 7 / 8 * 2**20 / bus)
+    assert allreduce_s(20 * 2**20, fabric, "custom") == nccl_allreduce_s(20 * 2**20, fabric)
+    # NCCL's ring pays 2 x 7 steps of 3.4 us for the same 8 KiB: 48 us against 3.6
+    assert allreduce_s(8192, fabric) > 10 * allreduce_s(8192, fabric, "custom")
+
+
+def test_replicated_lm_head_reads_the_whole_head_and_gathers_nothing():
+    """gpt-fast's tp.py leaves the output layer whole on every GPU: each GPU holds and reads all 32000 x 4096
+    lm_head weights and gathers no logits; split by vocabulary, one GPU holds 4000 x 4096."""
+    cfg, hw, prec = get_config("llama-2-7b"), find_profile("a100-sxm4-80gb"), serving_precision("bf16")
+    split = predict_serving(cfg, hw, prec, 1, 5, 200, "graph", tensor_parallel_group(hw, 8))
+    whole = predict_serving(cfg, hw, prec, 1, 5, 200, "graph", tensor_parallel_group(hw, 8, lm_head="replicated"))
+    assert whole.memory.weights - split.memory.weights == (32000 - 4000) * 4096 * 2
+    head = {p: next(o for o, _ in x.decode.costs if o.name == "lm_head") for p, x in (("split", split),
+                                                                                      ("whole", whole))}
+    assert head["whole"].flops == 8 * head["split"].flops
+    gathered = split.decode.communication_s - whole.decode.communication_s
+    from roofline.model.comm.collectives import ring_all_gather_s
+
+    assert gathered == pytest.approx(ring_all_gather_s(32000 * 2, split.tp.fabric))

@@ -6,8 +6,9 @@ seconds, as every comparer's: time per output token (decode_tokens_per_s), the w
 group), time to first token (prefill_tokens_per_s, ttft_s).
 Predictions are `roofline.model.llm_step.predict_serving` with the shipped profiles, the row's model, precision
 (weight-only int8/int4 computing in bf16; fp8 with its KV cache where the row says), batch, prompt and output
-lengths and runtime, on the row's `gpus` tensor-parallel GPUs of the node profile holding its GPU; whether the
-batch fits is shown, not enforced (TensorRT-LLM pages its KV cache).
+lengths and runtime, on the row's `gpus` tensor-parallel GPUs of the node profile holding its GPU, with the row's
+`allreduce` (default NCCL's choice) and `lm_head` layout (default split); whether the batch fits is shown, not
+enforced (TensorRT-LLM pages its KV cache).
 """
 
 from __future__ import annotations
@@ -82,8 +83,10 @@ def _predict(row: dict[str, Any]) -> ServingPrediction:
     activation = "fp16" if row["precision"] == "fp16" else "bf16"
     prec = serving_precision(row["precision"], row.get("kv"), row.get("group_size", 128), activation)
     profile = find_profile(row["gpu"])
+    tp = tensor_parallel_group(profile, row.get("gpus", 1), algorithm=row.get("allreduce", "auto"),
+                               lm_head=row.get("lm_head", "split"))
     return predict_serving(get_config(row["model"]), profile, prec, row["batch"], row["prompt"], row["output"],
-                           row["runtime"], tensor_parallel_group(profile, row.get("gpus", 1)))
+                           row["runtime"], tp)
 
 
 def compare(dataset: dict[str, Any]) -> list[Comparison]:

@@ -50,12 +50,15 @@ def candidate_precisions(profile, requested: str, kv: str | None, group_size: in
 
 
 def max_batch(cfg: DecoderConfig, prec: ServingPrecision, prompt: int, output: int, capacity: float,
-              is_gpu: bool, tp: int = 1) -> int:
+              is_gpu: bool, tp: TensorParallel | None = None) -> int:
     """Largest batch whose weights, KV cache, activations and workspace fit (affine in the batch) on each of
-    `tp` tensor-parallel GPUs."""
+    the tensor-parallel GPUs."""
+    n, split = (tp.gpus, tp.split_lm_head) if tp else (1, True)
+
     def total(b: int) -> float:
         ratio = prec.kv_bytes / prec.activation_bytes
-        return serving_memory(cfg, prec, b, prompt, output, is_gpu, prefill(cfg, b, prompt, ratio, tp), tp).total
+        return serving_memory(cfg, prec, b, prompt, output, is_gpu, prefill(cfg, b, prompt, ratio, n, split), n,
+                              split).total
     one, two = total(1), total(2)
     if one > capacity:
         return 0
@@ -78,7 +81,7 @@ def advise_serving(cfg: DecoderConfig, profile, prompt: int, output: int, runtim
     sweep: list[tuple[ServingPrediction, bool]] = []
     limits: dict[str, int] = {}
     for prec in candidate_precisions(profile, precision, kv, group_size):
-        limit = max_batch(cfg, prec, prompt, output, capacity, is_gpu, tp.gpus if tp else 1)
+        limit = max_batch(cfg, prec, prompt, output, capacity, is_gpu, tp)
         limits[f"{prec.name}/{prec.kv_name}"] = limit
         for b in _batches(limit):
             p = predict_serving(cfg, profile, prec, b, prompt, output, runtime, tp)

@@ -48,10 +48,16 @@ class TensorParallel:
     fabric: Fabric
     node: str
     algorithm: str = "auto"
+    split_lm_head: bool = True
+    """The lm_head split by vocabulary with its logits gathered (TensorRT-LLM, vLLM), or whole on every GPU."""
+
+
+LM_HEAD_LAYOUTS = {"split": True, "replicated": False}
+"""--lm-head: split over the GPUs by vocabulary (TensorRT-LLM, vLLM) or whole on each (gpt-fast's tp.py)."""
 
 
 def tensor_parallel_group(profile, gpus: int, node_name: str | None = None, nodes: int = 1,
-                          algorithm: str = "auto") -> TensorParallel | None:
+                          algorithm: str = "auto", lm_head: str = "split") -> TensorParallel | None:
     """`gpus` GPUs of the node profile holding `profile` (or the named one), or None for one GPU."""
     from roofline.hardware.fabric_load import find_link
     from roofline.model.comm.collectives import ALLREDUCE
@@ -69,8 +75,11 @@ def tensor_parallel_group(profile, gpus: int, node_name: str | None = None, node
         raise RooflineError(f"unknown --allreduce '{algorithm}'; choose auto, {', '.join(ALLREDUCE)}")
     if gpus < 1:
         raise RooflineError(f"--gpus must be a positive integer, got {gpus}")
+    if lm_head not in LM_HEAD_LAYOUTS:
+        raise RooflineError(f"unknown --lm-head '{lm_head}'; choose {' or '.join(LM_HEAD_LAYOUTS)}")
     node = node_for(profile, node_name)
-    return TensorParallel(gpus, node_fabric(node, find_link(node.intra_link), None, gpus), node.name, algorithm)
+    return TensorParallel(gpus, node_fabric(node, find_link(node.intra_link), None, gpus), node.name, algorithm,
+                          LM_HEAD_LAYOUTS[lm_head])
 
 
 @dataclass(frozen=True)
@@ -150,15 +159,15 @@ class ServingPrediction:
         return self.memory.total <= self.capacity_bytes
 
 
-def weight_bytes(cfg: DecoderConfig, prec: ServingPrecision, tp: int = 1) -> float:
+def weight_bytes(cfg: DecoderConfig, prec: ServingPrecision, tp: int = 1, split_lm_head: bool = True) -> float:
     """Linear layers at the stored size with scales; embeddings and norms at 16 bits (or fp32). With `tp`
     tensor-parallel GPUs, one GPU's: its share of the linear layers, the rest replicated."""
-    linear = _linear_params(cfg, tp)
+    linear = _linear_params(cfg, tp, split_lm_head)
     return linear * prec.linear_weight_bytes + (cfg.params() - _linear_params(cfg)) * prec.other_weight_bytes
 
 
-def _linear_params(cfg: DecoderConfig, tp: int = 1) -> int:
-    ops = decode(cfg, 1, 1, tp=tp).steps
+def _linear_params(cfg: DecoderConfig, tp: int = 1, split_lm_head: bool = True) -> int:
+    ops = decode(cfg, 1, 1, tp=tp, split_lm_head=split_lm_head).steps
     return int(sum(s.op.params() * s.repeat for s in ops if isinstance(s.op, Linear)
                    and not getattr(s.op, "tied", False)))
 
@@ -198,13 +207,14 @@ def _unfused(cost: OpCost, extra_bytes: float) -> OpCost:
 
 def tensor_parallel_s(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, tp: TensorParallel | None) -> float:
     """2 x layers all-reduces of hidden x tokens activations (Megatron-LM) and the all-gather of the last
-    position's logits (batch x vocabulary), in the residual stream's dtype: 16-bit under fp8 weights, whose
-    recipes quantise only the products' inputs (TensorRT-LLM's --enable_fp8, Transformer Engine)."""
+    position's logits (batch x vocabulary) when the lm_head is split, in the residual stream's dtype: 16-bit
+    under fp8 weights, whose recipes quantise only the products' inputs (TensorRT-LLM's --enable_fp8,
+    Transformer Engine)."""
     if tp is None or tp.gpus == 1:
         return 0.0
     act = prec.activation_bytes
     message = tp_message_bytes(cfg.hidden, phase.batch * phase.new_tokens, int(act))
-    logits = float(phase.batch) * cfg.vocab * act
+    logits = float(phase.batch) * cfg.vocab * act if tp.split_lm_head else 0.0
     return (tensor_parallel_token_s(message, cfg.layers, tp.fabric, tp.algorithm)
             + ring_all_gather_s(logits, tp.fabric))
 
@@ -249,10 +259,10 @@ def activation_bytes(phase: Phase, act_bytes: float) -> float:
 
 
 def serving_memory(cfg: DecoderConfig, prec: ServingPrecision, batch: int, prompt: int, output: int,
-                   is_gpu: bool, prefill_phase: Phase, tp: int = 1) -> ServingMemory:
+                   is_gpu: bool, prefill_phase: Phase, tp: int = 1, split_lm_head: bool = True) -> ServingMemory:
     """One GPU's memory (of `tp` tensor-parallel ones)."""
     kv = batch * (prompt + output) * kv_cache_bytes_per_token(cfg, prec.kv_bytes, tp)
-    return ServingMemory(weights=weight_bytes(cfg, prec, tp), kv_cache=kv,
+    return ServingMemory(weights=weight_bytes(cfg, prec, tp, split_lm_head), kv_cache=kv,
                          activations=activation_bytes(prefill_phase, prec.activation_bytes),
                          workspace=default_reserve_bytes(is_gpu))
 
@@ -269,10 +279,10 @@ def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: 
                           f"context of {cfg.max_positions} (max_position_embeddings)")
     c = ceilings_for(profile, prec.compute)
     ratio = prec.kv_bytes / prec.activation_bytes
-    n = tp.gpus if tp else 1
-    pre = prefill(cfg, batch, prompt, ratio, n)
-    dec = decode(cfg, batch, prompt + output // 2 + 1, ratio, n)
-    memory = serving_memory(cfg, prec, batch, prompt, output, c.is_gpu, pre, n)
+    n, split = (tp.gpus, tp.split_lm_head) if tp else (1, True)
+    pre = prefill(cfg, batch, prompt, ratio, n, split)
+    dec = decode(cfg, batch, prompt + output // 2 + 1, ratio, n, split)
+    memory = serving_memory(cfg, prec, batch, prompt, output, c.is_gpu, pre, n, split)
     reuse = memory.weights + memory.kv_cache
     return ServingPrediction(cfg.name, profile.name, batch, prompt, output, prec, runtime,
                              phase_cost(cfg, pre, prec, c, runtime, reuse, tp),

@@ -206,10 +206,11 @@ def _check(cfg: DecoderConfig, batch: Any, tokens: Any, context: Any) -> None:
 
 
 def phase(cfg: DecoderConfig, name: str, batch: int, tokens: int, context: int,
-          kv_element_ratio: float = 1.0, tp: int = 1) -> Phase:
+          kv_element_ratio: float = 1.0, tp: int = 1, split_lm_head: bool = True) -> Phase:
     """Embedding, `layers` decoder layers, final norm, lm_head on the last position, argmax, as one of `tp`
     tensor-parallel ranks runs them: the embedding table replicated (TensorRT-LLM's default,
-    use_parallel_embedding off), the lm_head split by vocabulary columns (its logits gathered after it)."""
+    use_parallel_embedding off), the lm_head split by vocabulary columns (its logits gathered after it) or,
+    with `split_lm_head` off, whole on every rank (gpt-fast's tp.py shards only attention and the MLP)."""
     _check(cfg, batch, tokens, context)
     rows = batch * tokens
     head: list[Op] = [Embedding("embed.tokens", num_embeddings=cfg.vocab, dim=cfg.hidden, tokens=rows)]
@@ -218,7 +219,8 @@ def phase(cfg: DecoderConfig, name: str, batch: int, tokens: int, context: int,
                  Elementwise("embed.add", numel=rows * cfg.hidden, inputs=2, op="add")]
     tail: list[Op] = [
         LayerNorm("final.norm", rows=rows, features=cfg.hidden),
-        Linear("lm_head", batch=batch, in_features=cfg.hidden, out_features=-(-cfg.vocab // tp), bias=False,
+        Linear("lm_head", batch=batch, in_features=cfg.hidden,
+               out_features=-(-cfg.vocab // tp) if split_lm_head else cfg.vocab, bias=False,
                tied=cfg.tied_embeddings),
         Reduce("sample.argmax", numel_in=batch * cfg.vocab, numel_out=batch),
     ]
@@ -229,13 +231,15 @@ def phase(cfg: DecoderConfig, name: str, batch: int, tokens: int, context: int,
     return Phase(name, batch, tokens, context, tuple(steps))
 
 
-def prefill(cfg: DecoderConfig, batch: int, prompt: int, kv_element_ratio: float = 1.0, tp: int = 1) -> Phase:
-    return phase(cfg, "prefill", batch, prompt, prompt, kv_element_ratio, tp)
+def prefill(cfg: DecoderConfig, batch: int, prompt: int, kv_element_ratio: float = 1.0, tp: int = 1,
+            split_lm_head: bool = True) -> Phase:
+    return phase(cfg, "prefill", batch, prompt, prompt, kv_element_ratio, tp, split_lm_head)
 
 
-def decode(cfg: DecoderConfig, batch: int, context: int, kv_element_ratio: float = 1.0, tp: int = 1) -> Phase:
+def decode(cfg: DecoderConfig, batch: int, context: int, kv_element_ratio: float = 1.0, tp: int = 1,
+           split_lm_head: bool = True) -> Phase:
     """One decode step: one new token per sequence, attending to `context` tokens (itself included)."""
-    return phase(cfg, "decode", batch, 1, context, kv_element_ratio, tp)
+    return phase(cfg, "decode", batch, 1, context, kv_element_ratio, tp, split_lm_head)
 
 
 def kv_cache_bytes_per_token(cfg: DecoderConfig, kv_bytes: float, tp: int = 1) -> float:
