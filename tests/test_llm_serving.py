@@ -9,6 +9,7 @@ import pytest
 from cli_run import run_error, run_json
 
 import cli
+from roofline.errors import RooflineError
 from roofline.hardware import find_profile
 from roofline.model.llm_precision import serving_precision
 from roofline.model.llm_step import predict_serving, tensor_parallel_group, weight_bytes
@@ -386,3 +387,30 @@ def test_replicated_lm_head_reads_the_whole_head_and_gathers_nothing():
     from roofline.model.comm.collectives import ring_all_gather_s
 
     assert gathered == pytest.approx(ring_all_gather_s(32000 * 2, split.tp.fabric))
+
+
+def test_static_cache_is_read_whole_with_grouped_heads_copied_out():
+    """transformers' StaticCache of 1024 tokens (Llama-3-8B, 32 query heads over 8 KV heads, batch 8): under its
+    mask SDPA takes no grouped heads, so repeat_kv copies K and V out to 32 heads over all 1024 positions, and
+    attention reads them all whatever the context; the cache is allocated whole."""
+    cfg, hw, prec = get_config("llama-3-8b"), find_profile("h100"), serving_precision("bf16")
+    p = predict_serving(cfg, hw, prec, 8, 512, 64, "graph", static_cache=1024)
+    ops = {o.name: o for o, _ in p.decode.costs}
+    per_head = 2 * 8 * 1024 * 128 * 2  # K and V, 8 sequences, 1024 positions, 128 dims, 2 B
+    assert ops["attn.repeat_kv"].bytes == per_head * 8 + per_head * 32
+    # q and o of 32 heads (8 x 32 x 128 x 2 B each), K and V of 32 heads read, one token's appended
+    assert ops["attn.sdpa"].bytes == per_head * 32 + 2 * 8 * 32 * 128 * 2 + 2 * 8 * 32 * 128 * 2
+    assert p.memory.kv_cache == 8 * 1024 * 131072
+    growing = predict_serving(cfg, hw, prec, 8, 512, 64, "graph")
+    assert "attn.repeat_kv" not in {o.name for o, _ in growing.decode.costs} and p.tpot_s > growing.tpot_s
+    for runtime, length in (("eager", 1024), ("graph", 512)):
+        with pytest.raises(RooflineError, match="static-cache"):
+            predict_serving(cfg, hw, prec, 8, 512, 64, runtime, static_cache=length)
+
+
+def test_static_cache_cli(capsys):
+    out = run_json(capsys, "predict", "--model", "llama-3-8b", "--gpu", "h100", "--batch", "8", "--prompt-len", "512",
+                   "--output-len", "64", "--runtime", "graph", "--static-cache", "1024")
+    assert out["memory"]["kv_cache"] == 8 * 1024 * 131072
+    assert "static-cache" in run_error(capsys, "predict", "--model", "llama-3-8b", "--gpu", "h100", "--static-cache",
+                                       "1024")

@@ -16,7 +16,7 @@ from roofline.model.ceilings import compute_dtype_for
 from roofline.model.llm_precision import ServingPrecision, serving_precision
 from roofline.model.llm_step import ServingPrediction, TensorParallel, predict_serving, serving_memory
 from roofline.workload.llm.config import DecoderConfig
-from roofline.workload.llm.phases import kv_cache_bytes_per_token, prefill
+from roofline.workload.llm.phases import ONE_GPU, Layout, kv_cache_bytes_per_token, prefill
 from roofline.workload.precision import get_precision
 
 
@@ -53,12 +53,12 @@ def max_batch(cfg: DecoderConfig, prec: ServingPrecision, prompt: int, output: i
               is_gpu: bool, tp: TensorParallel | None = None) -> int:
     """Largest batch whose weights, KV cache, activations and workspace fit (affine in the batch) on each of
     the tensor-parallel GPUs."""
-    n, split = (tp.gpus, tp.split_lm_head) if tp else (1, True)
+    layout = Layout(tp.gpus, tp.split_lm_head) if tp else ONE_GPU
 
     def total(b: int) -> float:
         ratio = prec.kv_bytes / prec.activation_bytes
-        return serving_memory(cfg, prec, b, prompt, output, is_gpu, prefill(cfg, b, prompt, ratio, n, split), n,
-                              split).total
+        return serving_memory(cfg, prec, b, prompt, output, is_gpu, prefill(cfg, b, prompt, ratio, layout),
+                              layout).total
     one, two = total(1), total(2)
     if one > capacity:
         return 0

@@ -19,6 +19,10 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
     g.add_argument("--lm-head", default="split", choices=["split", "replicated"],
                    help="with --gpus: the lm_head split by vocabulary (TensorRT-LLM, vLLM; default) or whole on "
                         "every GPU (gpt-fast)")
+    if not advise:
+        g.add_argument("--static-cache", type=int, metavar="N",
+                       help="transformers' StaticCache of N tokens (generate compiles the forward for it; with "
+                            "--runtime graph): allocated whole, and attention reads all N positions every step")
     g.add_argument("--runtime", choices=["eager", "graph"],
                    help="eager: Hugging Face generate (per-op dispatch; default); graph: CUDA graphs (vLLM, "
                         "TensorRT-LLM, gpt-fast compiled)")
@@ -52,7 +56,7 @@ def run_predict(args: argparse.Namespace) -> int:
                               kv_precision=args.kv_precision, group_size=args.group_size,
                               runtime=args.runtime or "eager", allow_oversize=args.allow_oversize,
                               gpus=_gpus(args), node=args.node, nodes=args.nodes, allreduce=args.allreduce,
-                              lm_head=args.lm_head)
+                              lm_head=args.lm_head, static_cache=args.static_cache)
     if args.json:
         print_json(out)
         return 0

@@ -32,7 +32,15 @@ from roofline.model.llm_runtime import RUNTIMES
 from roofline.model.memory import default_reserve_bytes
 from roofline.model.notes import Note
 from roofline.workload.llm.config import ConfigError, DecoderConfig
-from roofline.workload.llm.phases import Phase, decode, kv_cache_bytes_per_token, prefill, unfused_bytes
+from roofline.workload.llm.phases import (
+    ONE_GPU,
+    Layout,
+    Phase,
+    decode,
+    kv_cache_bytes_per_token,
+    prefill,
+    unfused_bytes,
+)
 from roofline.workload.ops.gemm import Linear
 
 DEQUANT_ROW_BAND = 128
@@ -159,15 +167,15 @@ class ServingPrediction:
         return self.memory.total <= self.capacity_bytes
 
 
-def weight_bytes(cfg: DecoderConfig, prec: ServingPrecision, tp: int = 1, split_lm_head: bool = True) -> float:
-    """Linear layers at the stored size with scales; embeddings and norms at 16 bits (or fp32). With `tp`
+def weight_bytes(cfg: DecoderConfig, prec: ServingPrecision, layout: Layout = ONE_GPU) -> float:
+    """Linear layers at the stored size with scales; embeddings and norms at 16 bits (or fp32). Over
     tensor-parallel GPUs, one GPU's: its share of the linear layers, the rest replicated."""
-    linear = _linear_params(cfg, tp, split_lm_head)
+    linear = _linear_params(cfg, layout)
     return linear * prec.linear_weight_bytes + (cfg.params() - _linear_params(cfg)) * prec.other_weight_bytes
 
 
-def _linear_params(cfg: DecoderConfig, tp: int = 1, split_lm_head: bool = True) -> int:
-    ops = decode(cfg, 1, 1, tp=tp, split_lm_head=split_lm_head).steps
+def _linear_params(cfg: DecoderConfig, layout: Layout = ONE_GPU) -> int:
+    ops = decode(cfg, 1, 1, layout=Layout(layout.tp, layout.split_lm_head)).steps
     return int(sum(s.op.params() * s.repeat for s in ops if isinstance(s.op, Linear)
                    and not getattr(s.op, "tied", False)))
 
@@ -259,16 +267,21 @@ def activation_bytes(phase: Phase, act_bytes: float) -> float:
 
 
 def serving_memory(cfg: DecoderConfig, prec: ServingPrecision, batch: int, prompt: int, output: int,
-                   is_gpu: bool, prefill_phase: Phase, tp: int = 1, split_lm_head: bool = True) -> ServingMemory:
-    """One GPU's memory (of `tp` tensor-parallel ones)."""
-    kv = batch * (prompt + output) * kv_cache_bytes_per_token(cfg, prec.kv_bytes, tp)
-    return ServingMemory(weights=weight_bytes(cfg, prec, tp, split_lm_head), kv_cache=kv,
+                   is_gpu: bool, prefill_phase: Phase, layout: Layout = ONE_GPU) -> ServingMemory:
+    """One GPU's memory (of `layout.tp` tensor-parallel ones). A static cache is allocated whole for its
+    length, whatever the sequences use of it."""
+    tokens = layout.static_cache or prompt + output
+    kv = batch * tokens * kv_cache_bytes_per_token(cfg, prec.kv_bytes, layout.tp)
+    return ServingMemory(weights=weight_bytes(cfg, prec, layout), kv_cache=kv,
                          activations=activation_bytes(prefill_phase, prec.activation_bytes),
                          workspace=default_reserve_bytes(is_gpu))
 
 
 def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: int, prompt: int, output: int,
-                    runtime: str = "eager", tp: TensorParallel | None = None) -> ServingPrediction:
+                    runtime: str = "eager", tp: TensorParallel | None = None,
+                    static_cache: int | None = None) -> ServingPrediction:
+    """One request of `batch` sequences; `static_cache` is transformers' StaticCache length, which generate
+    compiles the forward for (so it runs under the graph runtime)."""
     if runtime not in RUNTIMES:
         raise RooflineError(f"unknown runtime '{runtime}'; choose one of {', '.join(RUNTIMES)}")
     if prompt < 1 or output < 1 or batch < 1:
@@ -277,12 +290,15 @@ def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: 
     if prompt + output > cfg.max_positions:
         raise ConfigError(f"{cfg.name}: {prompt} prompt + {output} output tokens exceed the model's maximum "
                           f"context of {cfg.max_positions} (max_position_embeddings)")
+    if static_cache is not None and (runtime != "graph" or static_cache < prompt + output):
+        raise RooflineError(f"--static-cache {static_cache} needs --runtime graph (transformers compiles the "
+                            f"forward for a static cache) and room for {prompt} + {output} tokens")
     c = ceilings_for(profile, prec.compute)
     ratio = prec.kv_bytes / prec.activation_bytes
-    n, split = (tp.gpus, tp.split_lm_head) if tp else (1, True)
-    pre = prefill(cfg, batch, prompt, ratio, n, split)
-    dec = decode(cfg, batch, prompt + output // 2 + 1, ratio, n, split)
-    memory = serving_memory(cfg, prec, batch, prompt, output, c.is_gpu, pre, n, split)
+    layout = Layout(tp.gpus, tp.split_lm_head, static_cache) if tp else Layout(static_cache=static_cache)
+    pre = prefill(cfg, batch, prompt, ratio, layout)
+    dec = decode(cfg, batch, prompt + output // 2 + 1, ratio, layout)
+    memory = serving_memory(cfg, prec, batch, prompt, output, c.is_gpu, pre, layout)
     reuse = memory.weights + memory.kv_cache
     return ServingPrediction(cfg.name, profile.name, batch, prompt, output, prec, runtime,
                              phase_cost(cfg, pre, prec, c, runtime, reuse, tp),
