@@ -12,7 +12,7 @@ import cli
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
 from roofline.model.llm_precision import serving_precision
-from roofline.model.llm_step import predict_serving, tensor_parallel_group, weight_bytes
+from roofline.model.llm_step import engine_kv_tokens, predict_serving, tensor_parallel_group, weight_bytes
 from roofline.workload.llm.builtins import get_config
 
 LAYER_KEYS = {"name", "op", "flops", "bytes", "time_s", "bound"}
@@ -414,3 +414,16 @@ def test_static_cache_cli(capsys):
     assert out["memory"]["kv_cache"] == 8 * 1024 * 131072
     assert "static-cache" in run_error(capsys, "predict", "--model", "llama-3-8b", "--gpu", "h100", "--static-cache",
                                        "1024")
+
+
+@pytest.mark.parametrize("max_model_len, published_blocks, published_concurrency", [(20000, 1952, 1.56),
+                                                                                     (29000, 1478, 0.82)])
+def test_largest_batch_matches_vllms_published_concurrency(max_model_len, published_blocks, published_concurrency):
+    """vLLM on an RTX 3090 serving Llama-3.1-8B-Instruct in bf16 at gpu_memory_utilization 0.90, the device
+    reporting total_gpu_memory=23.58GiB (vllm-project/vllm#10517, comment of 2024-12-02): '# GPU blocks: 1952 ...
+    Maximum concurrency for 20000 tokens per request: 1.56x', and 1478 blocks, 0.82x at 29000. The largest batch
+    at that context is the KV tokens the budget leaves (16 per block) over the context: within 10%."""
+    tokens = engine_kv_tokens(get_config("llama-3.1-8b"), serving_precision("bf16"), 0.90 * 23.58 * 2**30,
+                              max_model_len, block_tokens=16)
+    assert tokens == pytest.approx(published_blocks * 16, rel=0.10)
+    assert tokens / max_model_len == pytest.approx(published_concurrency, rel=0.10)

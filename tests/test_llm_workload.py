@@ -68,6 +68,7 @@ PUBLISHED_PARAMS = [
     ("llama-2-13b", 13.0e9, 0.05e9, "Llama 2 paper (arXiv 2307.09288) Table 1: 13B"),
     ("llama-2-70b", 69.0e9, 0.05e9, "Llama 2 70B checkpoint: 69.0B ('70B' by name)"),
     ("llama-3-8b", 8.03e9, 0.005e9, "huggingface.co/meta-llama/Meta-Llama-3-8B: 8.03B params"),
+    ("llama-3.1-8b", 8.03e9, 0.005e9, "huggingface.co/meta-llama/Llama-3.1-8B: 8.03B params"),
     ("llama-3-70b", 70.6e9, 0.05e9, "huggingface.co/meta-llama/Meta-Llama-3-70B: 70.6B params"),
     ("mistral-7b", 7.24e9, 0.005e9, "huggingface.co/mistralai/Mistral-7B-v0.1: 7.24B params (the release blog's "
                                     "'7.3B' rounds it up)"),
