@@ -26,7 +26,7 @@ from roofline.model.llm_step import ServingPrediction, predict_serving, tensor_p
 from roofline.workload.llm.builtins import get_config
 
 RESULT_STEM = "published-llm-serving"
-TITLE = "LLM serving on one GPU: predicted vs published"
+TITLE = "LLM serving (one GPU and tensor-parallel): predicted vs published"
 METRIC = "time per output token, per request or to the first token"
 GROUP_KEYS = ("model", "gpu", "precision", "metric", "source")
 TARGET_GROUPS = ("metric",)
