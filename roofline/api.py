@@ -602,10 +602,12 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
                     batch: int | Sequence[int] | str = 1, prompt_len: int = 512, output_len: int = 128,
                     precision: str | None = None, kv_precision: str | None = None, group_size: int = 128,
                     runtime: str = "eager", allow_oversize: bool = False, gpus: int = 1, node: str | None = None,
-                    nodes: int = 1, allreduce: str = "auto") -> dict[str, Any]:
+                    nodes: int = 1, allreduce: str = "auto", lm_head: str = "split",
+                    static_cache: int | None = None) -> dict[str, Any]:
     """A language model served on a device: time to first token, time per output token, tokens/s, memory and
     both phases per op (the `predict --model LLM --prompt-len P --output-len O` document). `gpus` > 1 splits
-    the model over that many GPUs of a node (tensor parallelism)."""
+    the model over that many GPUs of a node (tensor parallelism), the lm_head split by vocabulary or
+    replicated (`lm_head`); `static_cache` is transformers' StaticCache length (graph runtime)."""
     from roofline.model.llm_step import predict_serving as predict_request
     from roofline.model.llm_step import require_fit, tensor_parallel_group
     from roofline.report.serving_doc import prediction_dict
@@ -614,8 +616,9 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
     cfg = get_config(model)
     profile = select_profile(hw, gpu, cpu)
     prec = _serving_precision(profile, precision, kv_precision, group_size)
-    tp = tensor_parallel_group(profile, gpus, node, nodes, allreduce)
-    preds = [predict_request(cfg, profile, prec, b, prompt_len, output_len, runtime, tp) for b in _batches(batch)]
+    tp = tensor_parallel_group(profile, gpus, node, nodes, allreduce, lm_head)
+    preds = [predict_request(cfg, profile, prec, b, prompt_len, output_len, runtime, tp, static_cache)
+             for b in _batches(batch)]
     if not allow_oversize:
         for p in preds:
             require_fit(p)
@@ -626,7 +629,8 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
         # DESIGN's multi-GPU keys: the request's all-reduces (none overlapped), against one GPU running it alone
         # (priced even where the model would not fit one GPU: time only)
         first = preds[0]
-        single = predict_request(cfg, profile, prec, first.batch, prompt_len, output_len, runtime)
+        single = predict_request(cfg, profile, prec, first.batch, prompt_len, output_len, runtime,
+                                 static_cache=static_cache)
         communication = first.prefill.communication_s + (output_len - 1) * first.decode.communication_s
         out |= {"communication_s": communication, "exposed_communication_s": communication,
                 "scaling_efficiency": single.request_s / (tp.gpus * first.request_s),
@@ -639,7 +643,7 @@ def advise_serving(model: str, *, hw: str | None = None, gpu: str | None = None,
                    kv_precision: str | None = None, group_size: int = 128, runtime: str = "eager",
                    tpot_ms: float | None = None, ttft_ms: float | None = None,
                    plot: str | Path | None = None, force: bool = False, gpus: int = 1,
-                   node: str | None = None) -> dict[str, Any]:
+                   node: str | None = None, allreduce: str = "auto", lm_head: str = "split") -> dict[str, Any]:
     """Concurrent sequences, weight precision and KV precision for the most tokens/s within the latency
     targets and memory, with reasons in numbers (the `advise --serve` document); on `gpus` tensor-parallel
     GPUs of a node when more than one."""
@@ -653,7 +657,7 @@ def advise_serving(model: str, *, hw: str | None = None, gpu: str | None = None,
             raise RooflineError(f"--{flag} must be a positive number of milliseconds, got {value}")
     cfg = get_config(model)
     profile = select_profile(hw, gpu, cpu)
-    tp = tensor_parallel_group(profile, gpus, node)
+    tp = tensor_parallel_group(profile, gpus, node, 1, allreduce, lm_head)
     target = None
     if plot:
         from roofline.report.plots import plot_path

@@ -9,9 +9,10 @@ import pytest
 from cli_run import run_error, run_json
 
 import cli
+from roofline.errors import RooflineError
 from roofline.hardware import find_profile
 from roofline.model.llm_precision import serving_precision
-from roofline.model.llm_step import predict_serving, weight_bytes
+from roofline.model.llm_step import engine_kv_tokens, predict_serving, tensor_parallel_group, weight_bytes
 from roofline.workload.llm.builtins import get_config
 
 LAYER_KEYS = {"name", "op", "flops", "bytes", "time_s", "bound"}
@@ -113,6 +114,32 @@ def test_moe_reads_more_experts_at_larger_batch():
 ])
 def test_bad_input_is_one_line_exit_2(capsys, argv, message):
     assert message in run_error(capsys, "predict", *argv)
+
+
+BAD_CONFIGS = [
+    ({"hidden_size": 4096, "num_attention_heads": 32, "num_hidden_layers": 2, "vocab_size": 10,
+      "max_position_embeddings": 64}, "missing 'intermediate_size'"),
+    ({"hidden_size": 4000, "num_attention_heads": 48, "num_hidden_layers": 2, "vocab_size": 10,
+      "intermediate_size": 64, "max_position_embeddings": 64}, "do not divide the hidden size"),
+    ({"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 10,
+      "intermediate_size": 64, "max_position_embeddings": 16}, "maximum"),
+    ({"hidden_size": 16384, "num_attention_heads": 128, "num_hidden_layers": 160, "vocab_size": 32000,
+      "intermediate_size": 65536, "max_position_embeddings": 4096}, "GiB"),
+]
+
+
+@pytest.mark.parametrize("command", ["predict", "advise"])
+@pytest.mark.parametrize("raw, message", BAD_CONFIGS, ids=["missing key", "heads", "context", "too big"])
+def test_bad_config_json_is_one_line_exit_2(capsys, tmp_path, command, raw, message):
+    """A config.json with a missing key, heads that do not divide the hidden size, a context beyond its
+    maximum (16 tokens here) or a model too big for the GPU at batch 1 (a 520B-parameter shape on an 80 GB A100):
+    one line on stderr, exit 2, from predict and from advise --serve."""
+    path = tmp_path / "bad" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(raw))
+    serve = ("--serve",) if command == "advise" else ("--batch", "1")
+    assert message in run_error(capsys, command, "--model", str(path), "--gpu", "a100", *serve,
+                                "--prompt-len", "16", "--output-len", "8")
 
 
 def test_advise_serve_keys_targets_and_memory(capsys):
@@ -278,6 +305,13 @@ def test_tensor_parallel_cli(capsys):
     assert advice["max_batch_size"] > 0  # 138 GB of bf16 weights: 17 GB a GPU
     assert "--gpus" in run_error(capsys, "advise", "--serve", "--model", "llama-2-70b", "--gpu", "h100",
                                  "--precision", "bf16")
+    custom = run_json(capsys, "predict", "--model", "llama-2-7b", "--gpu", "a100", "--gpus", "8", "--prompt-len", "5",
+                      "--output-len", "200", "--runtime", "graph", "--allreduce", "custom", "--lm-head", "replicated")
+    nccl = run_json(capsys, "predict", "--model", "llama-2-7b", "--gpu", "a100", "--gpus", "8", "--prompt-len", "5",
+                    "--output-len", "200", "--runtime", "graph")
+    assert custom["tpot_s"] < nccl["tpot_s"]
+    assert "--lm-head" in run_error(capsys, "predict", "--model", "llama-2-7b", "--gpu", "a100", "--gpus", "2",
+                                    "--allreduce", "custom", "--lm-head", "sideways")
 
 
 def test_int4_products_pad_to_the_16_row_mma_tile():
@@ -304,3 +338,92 @@ def test_serving_memory_matches_the_measured_peak_allocation(model, prompt, batc
     p = predict_serving(get_config(model), find_profile("h100"), serving_precision("bf16"), batch, prompt, 65)
     tensors = p.memory.total - p.memory.workspace
     assert tensors == pytest.approx(measured_bytes, rel=0.05)
+
+
+def test_fp8_serving_keeps_activations_16_bit():
+    """fp8 weights quantise only the products' operands: a norm moves 16-bit activations, and an fp8 KV cache is
+    read at one byte per element (TensorRT-LLM's gpt_attention.md: the attention operator's inputs and outputs
+    stay 16-bit under fp8)."""
+    assert serving_precision("fp8", "fp8").activation_bytes == 2
+    assert serving_precision("bf16").activation_bytes == 2
+    assert serving_precision("fp32").activation_bytes == 4
+    p = predict_serving(get_config("llama-2-7b"), find_profile("h100"), serving_precision("fp8", "fp8"), 1, 128, 2,
+                        "graph")
+    norm = next(o for o, _ in p.prefill.costs if o.name == "attn.norm")
+    # 128 tokens x 4096 read and written at 2 B, plus the 4096 weights at 2 B (norms stay 16-bit)
+    assert norm.bytes == 128 * 4096 * 2 * 2 + 4096 * 2
+    attention = next(o for o, _ in p.decode.costs if o.name == "attn.sdpa")
+    # decode at context 128 + 1 + 1 = 130: K and V of 32 heads x 128 dims at 1 B, q and o at 2 B, 1 token appended
+    assert attention.bytes == 2 * 32 * 130 * 128 * 1 + 2 * 32 * 128 * 2 + 2 * 32 * 128 * 1
+
+
+def test_custom_allreduce_closed_form():
+    """A runtime's own intra-node all-reduce: one shot up to 256 KiB (one step of NVLink latency, then each GPU
+    reads its 7 peers' buffers), two shots up to 10 MiB, NCCL beyond (IntraNodeComm's thresholds)."""
+    from roofline.model.comm.collectives import allreduce_s, nccl_allreduce_s
+
+    fabric = tensor_parallel_group(find_profile("a100-sxm4-80gb"), 8).fabric
+    bus = 12 * 25e9 * 0.8222  # DGX A100: 12 NVLink 3 links per GPU x 25 GB/s one way x NCCL's 370/450
+    # decode at batch 1 on Llama-2-7B: 4096 x 2 B = 8 KiB: 3.4 us + 7 x 8192 B / bus
+    assert allreduce_s(8192, fabric, "custom") == pytest.approx(3.4e-6 + 7 * 8192 / bus)
+    # 1 MiB: two shots, 2 x 3.4 us + 2 x 7/8 x 1 MiB / bus
+    assert allreduce_s(2**20, fabric, "custom") == pytest.approx(2 * 3.4e-6 + 2 * 7 / 8 * 2**20 / bus)
+    assert allreduce_s(20 * 2**20, fabric, "custom") == nccl_allreduce_s(20 * 2**20, fabric)
+    # NCCL's ring pays 2 x 7 steps of 3.4 us for the same 8 KiB: 48 us against 3.6
+    assert allreduce_s(8192, fabric) > 10 * allreduce_s(8192, fabric, "custom")
+
+
+def test_replicated_lm_head_reads_the_whole_head_and_gathers_nothing():
+    """gpt-fast's tp.py leaves the output layer whole on every GPU: each GPU holds and reads all 32000 x 4096
+    lm_head weights and gathers no logits; split by vocabulary, one GPU holds 4000 x 4096."""
+    cfg, hw, prec = get_config("llama-2-7b"), find_profile("a100-sxm4-80gb"), serving_precision("bf16")
+    split = predict_serving(cfg, hw, prec, 1, 5, 200, "graph", tensor_parallel_group(hw, 8))
+    whole = predict_serving(cfg, hw, prec, 1, 5, 200, "graph", tensor_parallel_group(hw, 8, lm_head="replicated"))
+    assert whole.memory.weights - split.memory.weights == (32000 - 4000) * 4096 * 2
+    head = {p: next(o for o, _ in x.decode.costs if o.name == "lm_head") for p, x in (("split", split),
+                                                                                      ("whole", whole))}
+    assert head["whole"].flops == 8 * head["split"].flops
+    gathered = split.decode.communication_s - whole.decode.communication_s
+    from roofline.model.comm.collectives import ring_all_gather_s
+
+    assert gathered == pytest.approx(ring_all_gather_s(32000 * 2, split.tp.fabric))
+
+
+def test_static_cache_is_read_whole_with_grouped_heads_copied_out():
+    """transformers' StaticCache of 1024 tokens (Llama-3-8B, 32 query heads over 8 KV heads, batch 8): under its
+    mask SDPA takes no grouped heads, so repeat_kv copies K and V out to 32 heads over all 1024 positions, and
+    attention reads them all whatever the context; the cache is allocated whole."""
+    cfg, hw, prec = get_config("llama-3-8b"), find_profile("h100"), serving_precision("bf16")
+    p = predict_serving(cfg, hw, prec, 8, 512, 64, "graph", static_cache=1024)
+    ops = {o.name: o for o, _ in p.decode.costs}
+    per_head = 2 * 8 * 1024 * 128 * 2  # K and V, 8 sequences, 1024 positions, 128 dims, 2 B
+    assert ops["attn.repeat_kv"].bytes == per_head * 8 + per_head * 32
+    # q and o of 32 heads (8 x 32 x 128 x 2 B each), K and V of 32 heads read, one token's appended
+    assert ops["attn.sdpa"].bytes == per_head * 32 + 2 * 8 * 32 * 128 * 2 + 2 * 8 * 32 * 128 * 2
+    assert p.memory.kv_cache == 8 * 1024 * 131072
+    growing = predict_serving(cfg, hw, prec, 8, 512, 64, "graph")
+    assert "attn.repeat_kv" not in {o.name for o, _ in growing.decode.costs} and p.tpot_s > growing.tpot_s
+    for runtime, length in (("eager", 1024), ("graph", 512)):
+        with pytest.raises(RooflineError, match="static-cache"):
+            predict_serving(cfg, hw, prec, 8, 512, 64, runtime, static_cache=length)
+
+
+def test_static_cache_cli(capsys):
+    out = run_json(capsys, "predict", "--model", "llama-3-8b", "--gpu", "h100", "--batch", "8", "--prompt-len", "512",
+                   "--output-len", "64", "--runtime", "graph", "--static-cache", "1024")
+    assert out["memory"]["kv_cache"] == 8 * 1024 * 131072
+    assert "static-cache" in run_error(capsys, "predict", "--model", "llama-3-8b", "--gpu", "h100", "--static-cache",
+                                       "1024")
+
+
+@pytest.mark.parametrize("max_model_len, published_blocks, published_concurrency", [(20000, 1952, 1.56),
+                                                                                     (29000, 1478, 0.82)])
+def test_largest_batch_matches_vllms_published_concurrency(max_model_len, published_blocks, published_concurrency):
+    """vLLM on an RTX 3090 serving Llama-3.1-8B-Instruct in bf16 at gpu_memory_utilization 0.90, the device
+    reporting total_gpu_memory=23.58GiB (vllm-project/vllm#10517, comment of 2024-12-02): '# GPU blocks: 1952 ...
+    Maximum concurrency for 20000 tokens per request: 1.56x', and 1478 blocks, 0.82x at 29000. The largest batch
+    at that context is the KV tokens the budget leaves (16 per block) over the context: within 10%."""
+    tokens = engine_kv_tokens(get_config("llama-3.1-8b"), serving_precision("bf16"), 0.90 * 23.58 * 2**30,
+                              max_model_len, block_tokens=16)
+    assert tokens == pytest.approx(published_blocks * 16, rel=0.10)
+    assert tokens / max_model_len == pytest.approx(published_concurrency, rel=0.10)

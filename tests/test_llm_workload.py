@@ -56,15 +56,44 @@ def test_params_match_transformers_meta_model(name, tmp_path):
     assert BUILTINS[name].params() == expected
 
 
-def test_published_parameter_counts():
-    # Mixtral paper (Jiang et al. 2024), quoted at https://ajkdrag.in/2-Zettels/56B-or-47B-in-Mixtral-8x7B-MoE:
-    # 46.7B parameters in total, 12.9B used per token
-    mixtral = get_config("mixtral-8x7b")
-    assert mixtral.params() / 1e9 == pytest.approx(46.7, abs=0.05)
-    assert mixtral.active_params() / 1e9 == pytest.approx(12.9, abs=0.05)
-    # Llama 2 paper's sizes 7B, 13B, 70B (names rounded to the billion); 70B is "70B" at 69.0B
-    assert get_config("llama-2-7b").params() / 1e9 == pytest.approx(6.74, abs=0.01)
-    assert get_config("llama-2-70b").params() / 1e9 == pytest.approx(69.0, abs=0.05)
+PUBLISHED_PARAMS = [
+    # (built-in, published count, the half-unit of its last printed digit, where it is printed)
+    ("gpt2", 124e6, 0.5e6, "huggingface.co/openai-community/gpt2 model card: 'the smallest version of GPT-2, with 124M "
+                           "parameters'"),
+    ("gpt2-medium", 355e6, 0.5e6, "huggingface.co/openai-community/gpt2-medium: 'the 355M parameter version'"),
+    ("gpt2-large", 774e6, 0.5e6, "huggingface.co/openai-community/gpt2-large: 'the 774M parameter version'"),
+    # named by size only ('the 1.5B parameter version'): within the 5% such a name rounds to
+    ("gpt2-xl", 1.5e9, 0.075e9, "huggingface.co/openai-community/gpt2-xl: 'the 1.5B parameter version'"),
+    ("llama-2-7b", 6.74e9, 0.005e9, "Llama 2 paper (arXiv 2307.09288) Table 1 sizes; 6.74B on the 7B checkpoint"),
+    ("llama-2-13b", 13.0e9, 0.05e9, "Llama 2 paper (arXiv 2307.09288) Table 1: 13B"),
+    ("llama-2-70b", 69.0e9, 0.05e9, "Llama 2 70B checkpoint: 69.0B ('70B' by name)"),
+    ("llama-3-8b", 8.03e9, 0.005e9, "huggingface.co/meta-llama/Meta-Llama-3-8B: 8.03B params"),
+    ("llama-3.1-8b", 8.03e9, 0.005e9, "huggingface.co/meta-llama/Llama-3.1-8B: 8.03B params"),
+    ("llama-3-70b", 70.6e9, 0.05e9, "huggingface.co/meta-llama/Meta-Llama-3-70B: 70.6B params"),
+    ("mistral-7b", 7.24e9, 0.005e9, "huggingface.co/mistralai/Mistral-7B-v0.1: 7.24B params (the release blog's "
+                                    "'7.3B' rounds it up)"),
+    ("mixtral-8x7b", 46.7e9, 0.05e9, "Mixtral paper (Jiang et al. 2024): 46.7B parameters in total"),
+    ("qwen2.5-7b", 7.61e9, 0.01e9, "huggingface.co/Qwen/Qwen2.5-7B model card: 'Number of Parameters: 7.61B' "
+                                   "(printed truncated: 7,615,616,512)"),
+    ("phi-3-mini", 3.8e9, 0.05e9, "Phi-3 technical report (arXiv 2404.14219): 'phi-3-mini, a 3.8 billion parameter "
+                                  "language model'"),
+]
+
+
+@pytest.mark.parametrize("name, published, half_unit, where", PUBLISHED_PARAMS,
+                         ids=[row[0] for row in PUBLISHED_PARAMS])
+def test_published_parameter_counts(name, published, half_unit, where):
+    """Every built-in against the count its publisher prints, to the digits printed."""
+    assert abs(get_config(name).params() - published) <= half_unit, where
+
+
+def test_published_active_and_non_embedding_counts():
+    # Mixtral paper: 12.9B parameters used per token (2 of 8 experts)
+    assert get_config("mixtral-8x7b").active_params() / 1e9 == pytest.approx(12.9, abs=0.05)
+    # Qwen2.5-7B model card: 'Number of Paramaters (Non-Embedding): 6.53B' (the token table and the untied lm_head,
+    # 2 x 152064 x 3584, excluded)
+    qwen = get_config("qwen2.5-7b")
+    assert (qwen.params() - 2 * qwen.vocab * qwen.hidden) / 1e9 == pytest.approx(6.53, abs=0.005)
 
 
 def test_kv_cache_per_token_closed_form():

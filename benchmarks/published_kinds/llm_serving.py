@@ -6,8 +6,10 @@ seconds, as every comparer's: time per output token (decode_tokens_per_s), the w
 group), time to first token (prefill_tokens_per_s, ttft_s).
 Predictions are `roofline.model.llm_step.predict_serving` with the shipped profiles, the row's model, precision
 (weight-only int8/int4 computing in bf16; fp8 with its KV cache where the row says), batch, prompt and output
-lengths and runtime, on the row's `gpus` tensor-parallel GPUs of the node profile holding its GPU; whether the
-batch fits is shown, not enforced (TensorRT-LLM pages its KV cache).
+lengths and runtime, on the row's `gpus` tensor-parallel GPUs of the node profile holding its GPU, with the row's
+`allreduce` (default NCCL's choice), `lm_head` layout (default split) and transformers' `static_cache` length
+where the run had one; whether the batch fits is shown, not
+enforced (TensorRT-LLM pages its KV cache).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from roofline.model.llm_step import ServingPrediction, predict_serving, tensor_p
 from roofline.workload.llm.builtins import get_config
 
 RESULT_STEM = "published-llm-serving"
-TITLE = "LLM serving on one GPU: predicted vs published"
+TITLE = "LLM serving (one GPU and tensor-parallel): predicted vs published"
 METRIC = "time per output token, per request or to the first token"
 GROUP_KEYS = ("model", "gpu", "precision", "metric", "source")
 TARGET_GROUPS = ("metric",)
@@ -82,8 +84,10 @@ def _predict(row: dict[str, Any]) -> ServingPrediction:
     activation = "fp16" if row["precision"] == "fp16" else "bf16"
     prec = serving_precision(row["precision"], row.get("kv"), row.get("group_size", 128), activation)
     profile = find_profile(row["gpu"])
+    tp = tensor_parallel_group(profile, row.get("gpus", 1), algorithm=row.get("allreduce", "auto"),
+                               lm_head=row.get("lm_head", "split"))
     return predict_serving(get_config(row["model"]), profile, prec, row["batch"], row["prompt"], row["output"],
-                           row["runtime"], tensor_parallel_group(profile, row.get("gpus", 1)))
+                           row["runtime"], tp, row.get("static_cache"))
 
 
 def compare(dataset: dict[str, Any]) -> list[Comparison]:
@@ -96,7 +100,8 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
                 raise DatasetError(f"{block.id} row {row.get('id', '?')}: {exc}") from None
             settings = (f"{row['precision']}{'/' + row['kv'] if row.get('kv') else ''} B={row['batch']} "
                         f"P={row['prompt']} O={row['output']} {row['runtime']}"
-                        f"{' TP=' + str(row['gpus']) if row.get('gpus', 1) > 1 else ''}")
+                        f"{' TP=' + str(row['gpus']) if row.get('gpus', 1) > 1 else ''}"
+                        f"{' static cache ' + str(row['static_cache']) if row.get('static_cache') else ''}")
             out.append(Comparison(
                 row_id=str(row["id"]), source_id=block.id, holdout=block.holdout, published=published_time_s(row),
                 predicted=predicted_time_s(row, p), settings=settings,

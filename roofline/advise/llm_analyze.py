@@ -12,7 +12,7 @@ from roofline.workload.llm.phases import Phase, decode, prefill
 
 
 def phase_totals(phase: Phase, prec: ServingPrecision) -> dict[str, Any]:
-    act = prec.compute.storage_bytes
+    act = prec.activation_bytes
     flops = sum(s.op.flops("forward") * s.repeat for s in phase.steps)
     byte_total = 0
     for s in phase.steps:
@@ -23,7 +23,7 @@ def phase_totals(phase: Phase, prec: ServingPrecision) -> dict[str, Any]:
 
 def llm_analysis(cfg: DecoderConfig, prec: ServingPrecision, batch: int, prompt: int, context: int,
                  symbolic: bool) -> dict[str, Any]:
-    ratio = prec.kv_bytes / prec.compute.storage_bytes
+    ratio = prec.kv_bytes / prec.activation_bytes
     pre, dec = prefill(cfg, batch, prompt, ratio), decode(cfg, batch, context, ratio)
     phases = {"prefill": phase_totals(pre, prec), "decode": phase_totals(dec, prec)}
     out: dict[str, Any] = {

@@ -16,7 +16,7 @@ from roofline.model.ceilings import compute_dtype_for
 from roofline.model.llm_precision import ServingPrecision, serving_precision
 from roofline.model.llm_step import ServingPrediction, TensorParallel, predict_serving, serving_memory
 from roofline.workload.llm.config import DecoderConfig
-from roofline.workload.llm.phases import kv_cache_bytes_per_token, prefill
+from roofline.workload.llm.phases import ONE_GPU, Layout, kv_cache_bytes_per_token, prefill
 from roofline.workload.precision import get_precision
 
 
@@ -50,12 +50,15 @@ def candidate_precisions(profile, requested: str, kv: str | None, group_size: in
 
 
 def max_batch(cfg: DecoderConfig, prec: ServingPrecision, prompt: int, output: int, capacity: float,
-              is_gpu: bool, tp: int = 1) -> int:
+              is_gpu: bool, tp: TensorParallel | None = None) -> int:
     """Largest batch whose weights, KV cache, activations and workspace fit (affine in the batch) on each of
-    `tp` tensor-parallel GPUs."""
+    the tensor-parallel GPUs."""
+    layout = Layout(tp.gpus, tp.split_lm_head) if tp else ONE_GPU
+
     def total(b: int) -> float:
-        ratio = prec.kv_bytes / prec.compute.storage_bytes
-        return serving_memory(cfg, prec, b, prompt, output, is_gpu, prefill(cfg, b, prompt, ratio, tp), tp).total
+        ratio = prec.kv_bytes / prec.activation_bytes
+        return serving_memory(cfg, prec, b, prompt, output, is_gpu, prefill(cfg, b, prompt, ratio, layout),
+                              layout).total
     one, two = total(1), total(2)
     if one > capacity:
         return 0
@@ -78,7 +81,7 @@ def advise_serving(cfg: DecoderConfig, profile, prompt: int, output: int, runtim
     sweep: list[tuple[ServingPrediction, bool]] = []
     limits: dict[str, int] = {}
     for prec in candidate_precisions(profile, precision, kv, group_size):
-        limit = max_batch(cfg, prec, prompt, output, capacity, is_gpu, tp.gpus if tp else 1)
+        limit = max_batch(cfg, prec, prompt, output, capacity, is_gpu, tp)
         limits[f"{prec.name}/{prec.kv_name}"] = limit
         for b in _batches(limit):
             p = predict_serving(cfg, profile, prec, b, prompt, output, runtime, tp)

@@ -45,7 +45,9 @@ def add_parallel_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--grad-accum", type=int, default=1, metavar="K", help="micro-steps per all-reduce (default 1)")
     g.add_argument("--grad-comm", choices=["fp32", "fp16", "bf16"],
                    help="gradient dtype on the wire (fp16/bf16: DDP's compression hooks)")
-    g.add_argument("--allreduce", default="auto", metavar="ALGO", help="auto|ring|tree|hierarchical (default auto)")
+    g.add_argument("--allreduce", default="auto", metavar="ALGO",
+                   help="auto (NCCL's choice; default)|ring|tree|hierarchical|custom (a serving runtime's own one- "
+                        "and two-shot kernels inside a node)")
     g.add_argument("--shard", choices=["none", "full"], default="none",
                    help="full: FSDP FULL_SHARD / ZeRO-3 (parameters, gradients, optimizer state sharded) instead of "
                         "DDP; the way to fit a model whose replica does not")

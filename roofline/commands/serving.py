@@ -16,6 +16,13 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
     g.add_argument("--kv-precision", metavar="fp16|bf16|fp8", help="KV cache storage (default 16-bit)")
     g.add_argument("--group-size", type=int, default=128, metavar="G",
                    help="int4 weights sharing one scale and zero (default 128)")
+    g.add_argument("--lm-head", default="split", choices=["split", "replicated"],
+                   help="with --gpus: the lm_head split by vocabulary (TensorRT-LLM, vLLM; default) or whole on "
+                        "every GPU (gpt-fast)")
+    if not advise:
+        g.add_argument("--static-cache", type=int, metavar="N",
+                       help="transformers' StaticCache of N tokens (generate compiles the forward for it; with "
+                            "--runtime graph): allocated whole, and attention reads all N positions every step")
     g.add_argument("--runtime", choices=["eager", "graph"],
                    help="eager: Hugging Face generate (per-op dispatch; default); graph: CUDA graphs (vLLM, "
                         "TensorRT-LLM, gpt-fast compiled)")
@@ -48,7 +55,8 @@ def run_predict(args: argparse.Namespace) -> int:
                               prompt_len=prompt, output_len=output, precision=args.precision,
                               kv_precision=args.kv_precision, group_size=args.group_size,
                               runtime=args.runtime or "eager", allow_oversize=args.allow_oversize,
-                              gpus=_gpus(args), node=args.node, nodes=args.nodes, allreduce=args.allreduce)
+                              gpus=_gpus(args), node=args.node, nodes=args.nodes, allreduce=args.allreduce,
+                              lm_head=args.lm_head, static_cache=args.static_cache)
     if args.json:
         print_json(out)
         return 0
@@ -66,7 +74,7 @@ def run_advise(args: argparse.Namespace) -> int:
                              output_len=output, precision=args.precision, kv_precision=args.kv_precision,
                              group_size=args.group_size, runtime=args.runtime or "eager", tpot_ms=args.tpot_ms,
                              ttft_ms=args.ttft_ms, plot=args.plot, force=args.force, gpus=_gpus(args),
-                             node=args.node)
+                             node=args.node, lm_head=args.lm_head)
     if args.json:
         print_json(out)
         return 0

@@ -52,6 +52,17 @@ class ServingPrecision:
         return base
 
     @property
+    def activation_bytes(self) -> float:
+        """Bytes per activation element between ops. fp8 serving quantises only the products' operands: the
+        residual stream, norms, attention's inputs and outputs and the products' results stay 16-bit
+        (TensorRT-LLM docs/source/gpt_attention.md, 'INT8/FP8 KV Caches': 'even if the rest of the network runs
+        in INT8 or FP8, the GPT attention operator works with FP32, FP16, and BFloat16 inputs and outputs';
+        Transformer Engine's fp8 recipe casts each GEMM's inputs and keeps its output in the higher precision).
+        A product's fp8 input read is counted at 16 bits too, a surplus that a weight- or compute-bound
+        product does not feel. Other precisions move activations at their compute size."""
+        return max(2.0, float(self.compute.storage_bytes)) if self.name == "fp8" else float(self.compute.storage_bytes)
+
+    @property
     def other_weight_bytes(self) -> float:
         """Embedding tables and norms stay at the 16-bit compute size: quantizers replace linear layers only."""
         return float(self.compute.storage_bytes)

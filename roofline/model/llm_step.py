@@ -32,7 +32,15 @@ from roofline.model.llm_runtime import RUNTIMES
 from roofline.model.memory import default_reserve_bytes
 from roofline.model.notes import Note
 from roofline.workload.llm.config import ConfigError, DecoderConfig
-from roofline.workload.llm.phases import Phase, decode, kv_cache_bytes_per_token, prefill, unfused_bytes
+from roofline.workload.llm.phases import (
+    ONE_GPU,
+    Layout,
+    Phase,
+    decode,
+    kv_cache_bytes_per_token,
+    prefill,
+    unfused_bytes,
+)
 from roofline.workload.ops.gemm import Linear
 
 DEQUANT_ROW_BAND = 128
@@ -48,10 +56,16 @@ class TensorParallel:
     fabric: Fabric
     node: str
     algorithm: str = "auto"
+    split_lm_head: bool = True
+    """The lm_head split by vocabulary with its logits gathered (TensorRT-LLM, vLLM), or whole on every GPU."""
+
+
+LM_HEAD_LAYOUTS = {"split": True, "replicated": False}
+"""--lm-head: split over the GPUs by vocabulary (TensorRT-LLM, vLLM) or whole on each (gpt-fast's tp.py)."""
 
 
 def tensor_parallel_group(profile, gpus: int, node_name: str | None = None, nodes: int = 1,
-                          algorithm: str = "auto") -> TensorParallel | None:
+                          algorithm: str = "auto", lm_head: str = "split") -> TensorParallel | None:
     """`gpus` GPUs of the node profile holding `profile` (or the named one), or None for one GPU."""
     from roofline.hardware.fabric_load import find_link
     from roofline.model.comm.collectives import ALLREDUCE
@@ -69,8 +83,11 @@ def tensor_parallel_group(profile, gpus: int, node_name: str | None = None, node
         raise RooflineError(f"unknown --allreduce '{algorithm}'; choose auto, {', '.join(ALLREDUCE)}")
     if gpus < 1:
         raise RooflineError(f"--gpus must be a positive integer, got {gpus}")
+    if lm_head not in LM_HEAD_LAYOUTS:
+        raise RooflineError(f"unknown --lm-head '{lm_head}'; choose {' or '.join(LM_HEAD_LAYOUTS)}")
     node = node_for(profile, node_name)
-    return TensorParallel(gpus, node_fabric(node, find_link(node.intra_link), None, gpus), node.name, algorithm)
+    return TensorParallel(gpus, node_fabric(node, find_link(node.intra_link), None, gpus), node.name, algorithm,
+                          LM_HEAD_LAYOUTS[lm_head])
 
 
 @dataclass(frozen=True)
@@ -150,15 +167,15 @@ class ServingPrediction:
         return self.memory.total <= self.capacity_bytes
 
 
-def weight_bytes(cfg: DecoderConfig, prec: ServingPrecision, tp: int = 1) -> float:
-    """Linear layers at the stored size with scales; embeddings and norms at 16 bits (or fp32). With `tp`
+def weight_bytes(cfg: DecoderConfig, prec: ServingPrecision, layout: Layout = ONE_GPU) -> float:
+    """Linear layers at the stored size with scales; embeddings and norms at 16 bits (or fp32). Over
     tensor-parallel GPUs, one GPU's: its share of the linear layers, the rest replicated."""
-    linear = _linear_params(cfg, tp)
+    linear = _linear_params(cfg, layout)
     return linear * prec.linear_weight_bytes + (cfg.params() - _linear_params(cfg)) * prec.other_weight_bytes
 
 
-def _linear_params(cfg: DecoderConfig, tp: int = 1) -> int:
-    ops = decode(cfg, 1, 1, tp=tp).steps
+def _linear_params(cfg: DecoderConfig, layout: Layout = ONE_GPU) -> int:
+    ops = decode(cfg, 1, 1, layout=Layout(layout.tp, layout.split_lm_head)).steps
     return int(sum(s.op.params() * s.repeat for s in ops if isinstance(s.op, Linear)
                    and not getattr(s.op, "tied", False)))
 
@@ -198,20 +215,21 @@ def _unfused(cost: OpCost, extra_bytes: float) -> OpCost:
 
 def tensor_parallel_s(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, tp: TensorParallel | None) -> float:
     """2 x layers all-reduces of hidden x tokens activations (Megatron-LM) and the all-gather of the last
-    position's logits (batch x vocabulary), in the residual stream's dtype: 16-bit under fp8 weights, whose
-    recipes quantise only the products' inputs (TensorRT-LLM's --enable_fp8, Transformer Engine)."""
+    position's logits (batch x vocabulary) when the lm_head is split, in the residual stream's dtype: 16-bit
+    under fp8 weights, whose recipes quantise only the products' inputs (TensorRT-LLM's --enable_fp8,
+    Transformer Engine)."""
     if tp is None or tp.gpus == 1:
         return 0.0
-    act = max(2, int(prec.compute.storage_bytes))
-    message = tp_message_bytes(cfg.hidden, phase.batch * phase.new_tokens, act)
-    logits = float(phase.batch) * cfg.vocab * act
+    act = prec.activation_bytes
+    message = tp_message_bytes(cfg.hidden, phase.batch * phase.new_tokens, int(act))
+    logits = float(phase.batch) * cfg.vocab * act if tp.split_lm_head else 0.0
     return (tensor_parallel_token_s(message, cfg.layers, tp.fabric, tp.algorithm)
             + ring_all_gather_s(logits, tp.fabric))
 
 
 def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, c: Ceilings, runtime: str,
                reuse_bytes: float, tp: TensorParallel | None = None) -> PhaseCost:
-    act_bytes = prec.compute.storage_bytes
+    act_bytes = prec.activation_bytes
     linear_ctx = CostContext(c, act_bytes, prec.linear_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
     other_ctx = CostContext(c, act_bytes, prec.other_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
     rt = RUNTIMES[runtime]
@@ -239,26 +257,58 @@ def _in_order(distinct: list[tuple[OpCost, int]]) -> list[OpCost]:
     return head + layer * repeats + tail
 
 
-def activation_bytes(phase: Phase, act_bytes: float) -> float:
-    """The largest live input + output pair of the phase's ops (inference frees each op's input after it)."""
+RESIDUAL_STREAM_TENSORS = 2
+"""Hidden-sized tensors a decoder layer keeps referenced while its attention or MLP block runs: the residual it
+adds back at the end and the normed input the block was called with (transformers' LlamaDecoderLayer.forward:
+`residual = hidden_states`, then `hidden_states = self.mlp(self.post_attention_layernorm(hidden_states))`; vLLM's
+layer passes `residual` along the same way)."""
+
+
+def activation_bytes(phase: Phase, act_bytes: float, hidden: int) -> float:
+    """The largest live input + output pair of the phase's ops (inference frees each op's input after it), with
+    the layer's residual stream (`RESIDUAL_STREAM_TENSORS` x tokens x hidden) alive beside it. Against
+    PyTorch's peak allocation around transformers' generate on an H100 (Llama-3-8B, 512 x 64 tokens) the pair
+    alone left 0.6 GB unexplained, about these two tensors."""
     best = 0.0
     for s in phase.steps:
         t = s.op.traffic("forward")
         best = max(best, float(t.activations_read + t.activations_written))
-    return best * act_bytes
+    residual = RESIDUAL_STREAM_TENSORS * float(phase.batch) * phase.new_tokens * hidden
+    return (best + residual) * act_bytes
 
 
 def serving_memory(cfg: DecoderConfig, prec: ServingPrecision, batch: int, prompt: int, output: int,
-                   is_gpu: bool, prefill_phase: Phase, tp: int = 1) -> ServingMemory:
-    """One GPU's memory (of `tp` tensor-parallel ones)."""
-    kv = batch * (prompt + output) * kv_cache_bytes_per_token(cfg, prec.kv_bytes, tp)
-    return ServingMemory(weights=weight_bytes(cfg, prec, tp), kv_cache=kv,
-                         activations=activation_bytes(prefill_phase, prec.compute.storage_bytes),
+                   is_gpu: bool, prefill_phase: Phase, layout: Layout = ONE_GPU) -> ServingMemory:
+    """One GPU's memory (of `layout.tp` tensor-parallel ones). A static cache is allocated whole for its
+    length, whatever the sequences use of it."""
+    tokens = layout.static_cache or prompt + output
+    kv = batch * tokens * kv_cache_bytes_per_token(cfg, prec.kv_bytes, layout.tp)
+    return ServingMemory(weights=weight_bytes(cfg, prec, layout), kv_cache=kv,
+                         activations=activation_bytes(prefill_phase, prec.activation_bytes, cfg.hidden),
                          workspace=default_reserve_bytes(is_gpu))
 
 
+def engine_kv_tokens(cfg: DecoderConfig, prec: ServingPrecision, budget_bytes: float, profile_tokens: int,
+                     is_gpu: bool = True, block_tokens: int = 1) -> int:
+    """Tokens of KV cache an engine that sizes its cache from a memory budget can hold: the budget less the
+    weights, the activations of one forward over `profile_tokens` tokens and the workspace, in whole blocks of
+    `block_tokens`. vLLM's rule (worker.determine_num_available_blocks, as its maintainers describe it in
+    vllm-project/vllm#8185): profile a forward of max_num_batched_tokens (max_model_len by default), then give
+    the KV cache gpu_memory_utilization x the device's total less that peak and what torch does not allocate
+    (the CUDA context: here the workspace); its log prints the result as 'Maximum concurrency for N tokens per
+    request' = tokens / N, the largest batch at that context."""
+    ratio = prec.kv_bytes / prec.activation_bytes
+    fixed = serving_memory(cfg, prec, 1, profile_tokens, 0, is_gpu, prefill(cfg, 1, profile_tokens, ratio))
+    free = budget_bytes - fixed.weights - fixed.activations - fixed.workspace
+    blocks = int(max(0.0, free) // (block_tokens * kv_cache_bytes_per_token(cfg, prec.kv_bytes)))
+    return blocks * block_tokens
+
+
 def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: int, prompt: int, output: int,
-                    runtime: str = "eager", tp: TensorParallel | None = None) -> ServingPrediction:
+                    runtime: str = "eager", tp: TensorParallel | None = None,
+                    static_cache: int | None = None) -> ServingPrediction:
+    """One request of `batch` sequences; `static_cache` is transformers' StaticCache length, which generate
+    compiles the forward for (so it runs under the graph runtime)."""
     if runtime not in RUNTIMES:
         raise RooflineError(f"unknown runtime '{runtime}'; choose one of {', '.join(RUNTIMES)}")
     if prompt < 1 or output < 1 or batch < 1:
@@ -267,12 +317,15 @@ def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: 
     if prompt + output > cfg.max_positions:
         raise ConfigError(f"{cfg.name}: {prompt} prompt + {output} output tokens exceed the model's maximum "
                           f"context of {cfg.max_positions} (max_position_embeddings)")
+    if static_cache is not None and (runtime != "graph" or static_cache < prompt + output):
+        raise RooflineError(f"--static-cache {static_cache} needs --runtime graph (transformers compiles the "
+                            f"forward for a static cache) and room for {prompt} + {output} tokens")
     c = ceilings_for(profile, prec.compute)
-    ratio = prec.kv_bytes / prec.compute.storage_bytes
-    n = tp.gpus if tp else 1
-    pre = prefill(cfg, batch, prompt, ratio, n)
-    dec = decode(cfg, batch, prompt + output // 2 + 1, ratio, n)
-    memory = serving_memory(cfg, prec, batch, prompt, output, c.is_gpu, pre, n)
+    ratio = prec.kv_bytes / prec.activation_bytes
+    layout = Layout(tp.gpus, tp.split_lm_head, static_cache) if tp else Layout(static_cache=static_cache)
+    pre = prefill(cfg, batch, prompt, ratio, layout)
+    dec = decode(cfg, batch, prompt + output // 2 + 1, ratio, layout)
+    memory = serving_memory(cfg, prec, batch, prompt, output, c.is_gpu, pre, layout)
     reuse = memory.weights + memory.kv_cache
     return ServingPrediction(cfg.name, profile.name, batch, prompt, output, prec, runtime,
                              phase_cost(cfg, pre, prec, c, runtime, reuse, tp),

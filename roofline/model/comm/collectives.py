@@ -103,12 +103,57 @@ def hierarchical_allreduce_s(nbytes: float, fabric: Fabric) -> float:
     return 2 * ring_reduce_scatter_s(nbytes, node) + ring_allreduce_s(nbytes / g, across)
 
 
-ALLREDUCE = {"ring": ring_allreduce_s, "tree": tree_allreduce_s, "hierarchical": hierarchical_allreduce_s}
-"""The all-reduce algorithms a user can name; 'auto' takes the fastest of ring and tree, as NCCL's tuner
-picks the algorithm with the least predicted time."""
+ONE_SHOT_MAX_BYTES = 256 * 1024
+"""Largest buffer a custom intra-node all-reduce reduces in one shot: PyTorch's IntraNodeComm
+(torch/csrc/distributed/c10d/intra_node_comm.cu, kOneShotThreshBytes = 256 KiB; TensorRT-LLM's custom all-reduce
+switches from its one-shot to its two-shot kernel at a similar size)."""
+TWO_SHOT_MAX_BYTES = 10 * 1024 * 1024
+"""Largest buffer IntraNodeComm reduces in two shots (kTwoShotThreshBytes = 10 MiB); beyond it, NCCL."""
+
+
+def one_shot_allreduce_s(nbytes: float, fabric: Fabric) -> float:
+    """A custom one-kernel all-reduce inside one node: the ranks signal each other once over the links (one
+    step of latency) and each reads every peer's whole buffer through its own links and sums, (n-1) x S bytes
+    in (IntraNodeComm's oneShotAllReduceKernel, TensorRT-LLM's oneShotAllReduceKernel). Measured on H100s
+    (sglang PR 2904, TensorRT-LLM-style kernel, 4 KB): 3.9 / 3.7 / 5.7 us on 2 / 4 / 8 GPUs."""
+    n = fabric.intra.ranks
+    if n <= 1 or nbytes <= 0:
+        return 0.0
+    return fabric.intra.latency_s + (n - 1) * nbytes / fabric.intra.bus_bandwidth_bytes_per_s
+
+
+def two_shot_allreduce_s(nbytes: float, fabric: Fabric) -> float:
+    """Reduce-scatter then all-gather through peer memory: two steps of latency, each rank moving
+    2(n-1)/n of the buffer, as a ring does, without the ring's 2(n-1) steps."""
+    n = fabric.intra.ranks
+    if n <= 1 or nbytes <= 0:
+        return 0.0
+    return 2 * fabric.intra.latency_s + 2 * (n - 1) / n * nbytes / fabric.intra.bus_bandwidth_bytes_per_s
+
+
+def custom_allreduce_s(nbytes: float, fabric: Fabric) -> float:
+    """What a runtime with its own intra-node all-reduce runs (PyTorch's IntraNodeComm under
+    ENABLE_INTRA_NODE_COMM=1, vLLM's and TensorRT-LLM's custom all-reduce): one shot up to
+    `ONE_SHOT_MAX_BYTES`, two shots up to `TWO_SHOT_MAX_BYTES`, NCCL beyond, and NCCL across nodes (the
+    kernels read peer memory, which only NVLink or PCIe peers share)."""
+    if fabric.nodes > 1 or nbytes > TWO_SHOT_MAX_BYTES:
+        return nccl_allreduce_s(nbytes, fabric)
+    if nbytes <= ONE_SHOT_MAX_BYTES:
+        return one_shot_allreduce_s(nbytes, fabric)
+    return two_shot_allreduce_s(nbytes, fabric)
+
+
+def nccl_allreduce_s(nbytes: float, fabric: Fabric) -> float:
+    """The fastest of ring and tree, as NCCL's tuner picks the algorithm with the least predicted time."""
+    return min(ring_allreduce_s(nbytes, fabric), tree_allreduce_s(nbytes, fabric))
+
+
+ALLREDUCE = {"ring": ring_allreduce_s, "tree": tree_allreduce_s, "hierarchical": hierarchical_allreduce_s,
+             "custom": custom_allreduce_s}
+"""The all-reduce algorithms a user can name; 'auto' is NCCL's choice (`nccl_allreduce_s`)."""
 
 
 def allreduce_s(nbytes: float, fabric: Fabric, algorithm: str = "auto") -> float:
     if algorithm == "auto":
-        return min(ring_allreduce_s(nbytes, fabric), tree_allreduce_s(nbytes, fabric))
+        return nccl_allreduce_s(nbytes, fabric)
     return ALLREDUCE[algorithm](nbytes, fabric)

@@ -37,6 +37,9 @@ BUILTINS: dict[str, DecoderConfig] = {c.name: c for c in (
                   source="gpt-fast model.py transformer_configs['llama-3-8b'] (block_size 8192, vocab 128256, "
                          "n_local_heads 8, intermediate 14336); same numbers in github.com/vulkomilev/oumi "
                          "configs/recipes/llama3_1/README.md"),
+    DecoderConfig("llama-3.1-8b", 4096, 32, 32, 8, 14336, 128256, 131072,
+                  source="Llama 3.1 8B: Llama 3 8B's shape with max_position_embeddings 131072 (RoPE scaled 8x "
+                         "from 8192, rope_type llama3), huggingface.co/meta-llama/Llama-3.1-8B config.json"),
     DecoderConfig("llama-3-70b", 8192, 80, 64, 8, 28672, 128256, 8192,
                   source="gpt-fast model.py transformer_configs['llama-3-70b']; same numbers in "
                          "github.com/vulkomilev/oumi configs/recipes/llama3_1/README.md"),
@@ -57,7 +60,7 @@ BUILTINS: dict[str, DecoderConfig] = {c.name: c for c in (
 
 ALIASES = {"gpt2-small": "gpt2", "gpt-2": "gpt2", "llama2-7b": "llama-2-7b", "llama3-8b": "llama-3-8b",
            "mistral": "mistral-7b", "mixtral": "mixtral-8x7b", "qwen2-7b": "qwen2.5-7b", "qwen2.5": "qwen2.5-7b",
-           "phi3-mini": "phi-3-mini", "llama-3.1-8b": "llama-3-8b"}
+           "phi3-mini": "phi-3-mini", "llama3.1-8b": "llama-3.1-8b"}
 
 
 def is_llm(model: str) -> bool:

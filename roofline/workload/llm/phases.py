@@ -20,7 +20,7 @@ from roofline.workload.ops.base import Op
 from roofline.workload.ops.gemm import Linear
 from roofline.workload.ops.norm import LayerNorm
 from roofline.workload.ops.pointwise import Activation, Elementwise, Reduce
-from roofline.workload.ops.serving import CachedAttention, ExpertLinear, expected_distinct_experts
+from roofline.workload.ops.serving import CachedAttention, ExpertLinear, RepeatKV, expected_distinct_experts
 
 RMSNORM_KERNELS = 8
 """transformers' LlamaRMSNorm.forward (v5.17, read here): to(float32), pow, mean, add eps, rsqrt, mul,
@@ -59,6 +59,21 @@ class Step:
     kernels: int = 1
     fp32_noop: int = 0
     views: int = 0
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a runtime lays one copy of the model out: over `tp` tensor-parallel ranks, with the lm_head split by
+    vocabulary (its logits gathered) or whole on every rank (gpt-fast's tp.py shards only attention and the
+    MLP), and the KV cache grown token by token (None) or allocated whole for `static_cache` tokens
+    (transformers' StaticCache), which attention then reads whole every step."""
+
+    tp: int = 1
+    split_lm_head: bool = True
+    static_cache: int | None = None
+
+
+ONE_GPU = Layout()
 
 
 @dataclass(frozen=True)
@@ -158,13 +173,32 @@ def unfused_bytes(cfg: DecoderConfig, op: Op, act_bytes: float, kv_bytes: float)
     return 0.0
 
 
+def _attention(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_element_ratio: float,
+               heads: int, kv_heads: int, static_cache: int | None) -> list[Op]:
+    """Attention over the cache. A static cache (transformers' StaticCache) is read whole, all `static_cache`
+    positions with the unfilled ones masked, and a mask keeps SDPA from taking grouped KV heads, so grouped
+    heads are first copied out to every query head (`RepeatKV`)."""
+    if static_cache is None:
+        return [CachedAttention("attn.sdpa", batch=batch, heads=heads, seq_q=tokens, seq_kv=context,
+                                head_dim=cfg.head_dim, causal=tokens != 1, kv_heads=kv_heads,
+                                kv_element_ratio=kv_element_ratio)]
+    repeat: list[Op] = []
+    if heads != kv_heads:
+        repeat = [RepeatKV("attn.repeat_kv", batch=batch, heads=heads, kv_heads=kv_heads, seq=static_cache,
+                           head_dim=cfg.head_dim, kv_element_ratio=kv_element_ratio)]
+    return [*repeat, CachedAttention("attn.sdpa", batch=batch, heads=heads, seq_q=tokens, seq_kv=static_cache,
+                                     head_dim=cfg.head_dim, causal=False, kv_heads=heads,
+                                     kv_element_ratio=kv_element_ratio)]
+
+
 def layer_ops(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_element_ratio: float,
-              tp: int = 1) -> list[Op]:
+              layout: Layout = ONE_GPU) -> list[Op]:
     """One decoder layer over `tokens` new tokens per sequence attending to `context` (new ones included), as
-    one of `tp` tensor-parallel ranks runs it: its heads' q, k, v and o columns and rows, its share of the MLP;
-    norms and residual adds are replicated. GPT-2 projects q, k and v with one fused layer (c_attn);
+    one of `layout.tp` tensor-parallel ranks runs it: its heads' q, k, v and o columns and rows, its share of
+    the MLP; norms and residual adds are replicated. GPT-2 projects q, k and v with one fused layer (c_attn);
     Llama-style models with three."""
     rows = batch * tokens
+    tp = layout.tp
     heads, kv_heads = tensor_parallel_heads(cfg, tp)
     h, q, kv = cfg.hidden, heads * cfg.head_dim, kv_heads * cfg.head_dim
     qkv_bias = cfg.bias or cfg.qkv_bias
@@ -182,9 +216,7 @@ def layer_ops(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_elem
         ops += [Elementwise("attn.rope_q", numel=rows * q, inputs=3, op="mul"),
                 Elementwise("attn.rope_k", numel=rows * kv, inputs=3, op="mul")]
     ops += [
-        CachedAttention("attn.sdpa", batch=batch, heads=heads, seq_q=tokens, seq_kv=context,
-                        head_dim=cfg.head_dim, causal=tokens != 1, kv_heads=kv_heads,
-                        kv_element_ratio=kv_element_ratio),
+        *_attention(cfg, batch, tokens, context, kv_element_ratio, heads, kv_heads, layout.static_cache),
         Linear("attn.o_proj", batch=batch, in_features=q, out_features=h, bias=cfg.bias, tokens=tokens),
         Elementwise("attn.residual", numel=rows * h, inputs=2, op="add"),
         LayerNorm("mlp.norm", rows=rows, features=h),
@@ -206,11 +238,14 @@ def _check(cfg: DecoderConfig, batch: Any, tokens: Any, context: Any) -> None:
 
 
 def phase(cfg: DecoderConfig, name: str, batch: int, tokens: int, context: int,
-          kv_element_ratio: float = 1.0, tp: int = 1) -> Phase:
-    """Embedding, `layers` decoder layers, final norm, lm_head on the last position, argmax, as one of `tp`
-    tensor-parallel ranks runs them: the embedding table replicated (TensorRT-LLM's default,
-    use_parallel_embedding off), the lm_head split by vocabulary columns (its logits gathered after it)."""
+          kv_element_ratio: float = 1.0, layout: Layout = ONE_GPU) -> Phase:
+    """Embedding, `layers` decoder layers, final norm, lm_head on the last position, argmax, as one of
+    `layout.tp` tensor-parallel ranks runs them: the embedding table replicated (TensorRT-LLM's default,
+    use_parallel_embedding off), the lm_head as `layout` says."""
     _check(cfg, batch, tokens, context)
+    if layout.static_cache is not None and isinstance(context, int) and context > layout.static_cache:
+        raise ConfigError(f"{cfg.name}: a context of {context} tokens does not fit a static cache of "
+                          f"{layout.static_cache}")
     rows = batch * tokens
     head: list[Op] = [Embedding("embed.tokens", num_embeddings=cfg.vocab, dim=cfg.hidden, tokens=rows)]
     if cfg.learned_positions:
@@ -218,24 +253,27 @@ def phase(cfg: DecoderConfig, name: str, batch: int, tokens: int, context: int,
                  Elementwise("embed.add", numel=rows * cfg.hidden, inputs=2, op="add")]
     tail: list[Op] = [
         LayerNorm("final.norm", rows=rows, features=cfg.hidden),
-        Linear("lm_head", batch=batch, in_features=cfg.hidden, out_features=-(-cfg.vocab // tp), bias=False,
+        Linear("lm_head", batch=batch, in_features=cfg.hidden,
+               out_features=-(-cfg.vocab // layout.tp) if layout.split_lm_head else cfg.vocab, bias=False,
                tied=cfg.tied_embeddings),
         Reduce("sample.argmax", numel_in=batch * cfg.vocab, numel_out=batch),
     ]
     steps = ([Step(op, 1, *eager_kernels(cfg, op)) for op in head]
              + [Step(op, cfg.layers, *eager_kernels(cfg, op))
-                for op in layer_ops(cfg, batch, tokens, context, kv_element_ratio, tp)]
+                for op in layer_ops(cfg, batch, tokens, context, kv_element_ratio, layout)]
              + [Step(op, 1, *eager_kernels(cfg, op)) for op in tail])
     return Phase(name, batch, tokens, context, tuple(steps))
 
 
-def prefill(cfg: DecoderConfig, batch: int, prompt: int, kv_element_ratio: float = 1.0, tp: int = 1) -> Phase:
-    return phase(cfg, "prefill", batch, prompt, prompt, kv_element_ratio, tp)
+def prefill(cfg: DecoderConfig, batch: int, prompt: int, kv_element_ratio: float = 1.0,
+            layout: Layout = ONE_GPU) -> Phase:
+    return phase(cfg, "prefill", batch, prompt, prompt, kv_element_ratio, layout)
 
 
-def decode(cfg: DecoderConfig, batch: int, context: int, kv_element_ratio: float = 1.0, tp: int = 1) -> Phase:
+def decode(cfg: DecoderConfig, batch: int, context: int, kv_element_ratio: float = 1.0,
+           layout: Layout = ONE_GPU) -> Phase:
     """One decode step: one new token per sequence, attending to `context` tokens (itself included)."""
-    return phase(cfg, "decode", batch, 1, context, kv_element_ratio, tp)
+    return phase(cfg, "decode", batch, 1, context, kv_element_ratio, layout)
 
 
 def kv_cache_bytes_per_token(cfg: DecoderConfig, kv_bytes: float, tp: int = 1) -> float:

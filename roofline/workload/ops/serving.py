@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from roofline.workload.ops._shape import positive
 from roofline.workload.ops.attention import Attention
-from roofline.workload.ops.base import GemmView, Num, Traffic
+from roofline.workload.ops.base import GemmView, Num, Op, Traffic
 from roofline.workload.ops.gemm import Linear
 
 KV_BLOCK = 64
@@ -68,6 +68,37 @@ class CachedAttention(Attention):
     def shapes(self) -> str:
         return (f"{self.batch}x{self.heads}x{self.seq_q}x{self.head_dim} over {self.seq_kv} cached "
                 f"({self.kv_heads} KV heads){', causal' if self.causal else ''}")
+
+
+@dataclass
+class RepeatKV(Op):
+    """transformers' `repeat_kv` materialised: K and V of `kv_heads` heads copied out to all `heads` query heads
+    over `seq` cached positions (expand + reshape, a copy when the result feeds an attention kernel that takes
+    no grouped heads: SDPA under an attention mask, sdpa_attention.py's `use_gqa_in_sdpa`). Reads the cache
+    once, writes it `heads / kv_heads` times, at the cache's element size (`kv_element_ratio`)."""
+
+    batch: Num
+    heads: int
+    kv_heads: int
+    seq: Num
+    head_dim: int
+    kv_element_ratio: float = 1.0
+    kind: str = field(init=False, default="copy")
+
+    def flops(self, pass_: str) -> Num:
+        return 0
+
+    def traffic(self, pass_: str) -> Traffic:
+        if pass_ != "forward":
+            return Traffic()
+        per_head = 2 * self.batch * self.seq * self.head_dim * self.kv_element_ratio
+        return Traffic(activations_read=per_head * self.kv_heads, activations_written=per_head * self.heads)
+
+    def output_elements(self) -> Num:
+        return 2 * self.batch * self.heads * self.seq * self.head_dim
+
+    def shapes(self) -> str:
+        return f"K, V of {self.batch}x{self.kv_heads}x{self.seq}x{self.head_dim} -> {self.heads} heads"
 
 
 def expected_distinct_experts(tokens: float, experts: int, top_k: int) -> float:
