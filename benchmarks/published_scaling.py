@@ -64,7 +64,8 @@ def predicted_efficiency(row: dict[str, Any], source: dict[str, Any]) -> float:
     if measured is not None:
         single = at_measured_step(single, measured)
     return predict_data_parallel(workload, single, fabric, precision.master_weight_bytes, grouping=library.grouping,
-                                 launch_wait_s=library.launch_wait_s).scaling_efficiency
+                                 launch_wait_s=library.launch_wait_s,
+                                 overlap=library.overlaps_backward).scaling_efficiency
 
 
 def _summary(errors: list[float]) -> dict[str, Any]:
@@ -92,6 +93,7 @@ def compare_scaling(dataset: Path = DATASET) -> dict[str, Any]:
         rows.append({**row, "held_out": source["held_out"], "measured_efficiency": measured,
                      "predicted_efficiency": predicted, "error_points": 100 * (predicted - measured),
                      "grouping": library.grouping, "ring": library.ring, "launch_wait_s": library.launch_wait_s,
+                     "overlaps_backward": library.overlaps_backward,
                      "single_step_s": measured_single_step_s(row)})
     bus = [{**row, "predicted_bus_bandwidth_bytes_per_s": predicted_bus_bandwidth(row),
             "error_pct": 100 * (predicted_bus_bandwidth(row) / row["bus_bandwidth_bytes_per_s"] - 1)}

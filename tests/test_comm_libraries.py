@@ -71,3 +71,21 @@ def test_horovod_cycle_delays_each_group_by_half_a_cycle():
     # the last group is ready when the backward ends, so half a cycle (2.5 ms) is exposed
     assert waiting.exposed_communication_s == pytest.approx(HOROVOD_CYCLE_S / 2, rel=1e-4)
     assert Library("ddp").launch_wait_s == 0.0
+
+
+def test_tensorflow_nccl_all_reduces_wait_for_the_backward():
+    # tf_cnn_benchmarks' replicated NCCL: every all-reduce exposed, the step is one GPU's plus the sum of them
+    from roofline.hardware import find_profile
+    from roofline.model.comm.data_parallel import predict_data_parallel
+    from roofline.model.step import StepOptions, predict_step
+    from roofline.workload.precision import get_precision
+    from roofline.workload.zoo import build_workload
+
+    library = LIBRARIES["tf-replicated-nccl"]
+    node = find_node("dgx-1-p100")
+    w = build_workload("alexnet", 64)
+    single = predict_step(w, find_profile(node.gpu, kind="gpu"), get_precision("fp32"), StepOptions(train=True))
+    dp = predict_data_parallel(w, single, library_fabric(library, node, 4), 4, grouping=library.grouping,
+                               overlap=library.overlaps_backward)
+    assert dp.exposed_communication_s == pytest.approx(dp.communication_s)
+    assert dp.step_time_s == pytest.approx(single.step_time_s + dp.communication_s)

@@ -33,6 +33,8 @@ class Library:
     """NCCL 2's rings along every NVLink (`fabric.node_fabric`), or NCCL 1's single ring (`nccl1`)."""
     cycle_s: float = 0.0
     """Period of a background loop that launches all-reduces only when it wakes; 0 launches at once."""
+    overlaps_backward: bool = True
+    """Whether an all-reduce can start while the backward that produces later gradients still runs."""
 
     @property
     def launch_wait_s(self) -> float:
@@ -45,11 +47,19 @@ LIBRARIES: dict[str, Library] = {
     "horovod": Library("horovod", cycle_s=HOROVOD_CYCLE_S),
     "apex-ddp-unbucketed": Library("unbucketed"),
     "paddle-fleet": Library("ddp"),
-    "tf-replicated-nccl": Library("per-tensor", ring="nccl1"),
+    "tf-replicated-nccl": Library("per-tensor", ring="nccl1", overlaps_backward=False),
 }
-"""PaddlePaddle's fused all-reduce was not read from a source: priced as DDP's buckets. TensorFlow's contrib
-NCCL of 2017 was NCCL 1 (tensorflow/tensorflow@6535ed7:tensorflow/workspace.bzl, nccl_archive at
-NVIDIA/nccl@ccfc4567, April 2017)."""
+"""PaddlePaddle's fused all-reduce was not read from a source: priced as DDP's buckets.
+
+TensorFlow's contrib NCCL of 2017 was NCCL 1 (tensorflow/tensorflow@6535ed7:tensorflow/workspace.bzl,
+nccl_archive at NVIDIA/nccl@ccfc4567, April 2017), and its all-reduces wait for the backward: NcclManager
+forms a collective when the last of the towers (all GPUs, one process, one executor) reaches the gradient,
+and then makes the NCCL stream wait for each tower's whole compute stream as it stands
+(`nccl_stream->stream->ThenWaitFor(p->tensor_stream)`, tensorflow/contrib/nccl/kernels/nccl_manager.cc,
+RunCollective), not for an event recorded after the kernel that produced the gradient, as DDP and Horovod do.
+TensorFlow enqueues GPU kernels asynchronously, so by then the host has queued the rest of the towers'
+backward (a few microseconds of host time per op against milliseconds of GPU time per layer), and the
+all-reduce starts when the GPUs finish it."""
 
 
 def library_fabric(library: Library, node: NodeProfile, gpus_per_node: int, nodes: int = 1) -> Fabric:
