@@ -89,3 +89,27 @@ def test_tensorflow_nccl_all_reduces_wait_for_the_backward():
                                overlap=library.overlaps_backward)
     assert dp.exposed_communication_s == pytest.approx(dp.communication_s)
     assert dp.step_time_s == pytest.approx(single.step_time_s + dp.communication_s)
+
+
+def test_predict_gpus_takes_the_library():
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(root / "cli.py"), "predict", "--model", "vgg16", "--gpu", "p100",
+                               "--train", "--batch", "512", "--gpus", "8", "--node", "dgx-1-p100", *args],
+                              capture_output=True, text=True, cwd=root,
+                              env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+
+    ddp = json.loads(run("--json").stdout)
+    nccl1 = json.loads(run("--json", "--library", "tf-replicated-nccl").stdout)
+    assert ddp["library"] == "pytorch-ddp" and nccl1["library"] == "tf-replicated-nccl"
+    # NCCL 1's ring at 6 GB/s, every all-reduce after the backward: all communication exposed
+    assert nccl1["bus_bandwidth_bytes_per_s"] == pytest.approx(6e9)
+    assert nccl1["exposed_communication_s"] == pytest.approx(nccl1["communication_s"])
+    assert nccl1["scaling_efficiency"] < ddp["scaling_efficiency"]
+    bad = run("--library", "mpi")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
