@@ -157,9 +157,9 @@ def _scaling_plot(args: argparse.Namespace, profile: Any, precision: Any, build:
 
     target = plot_path(args.plot, f"{name}-scaling", profile.name, args.force)
     points = weak_scaling(build, profile, precision, opts, job.node, job.per_gpu_batch, job.fabric.world,
-                          job.grad_bytes)
+                          job.grad_bytes, job.library)
     return write_scaling_plot(points, f"{name} on {job.node.name}, batch {job.per_gpu_batch} per GPU, "
-                              f"{precision.name}", target, args.force)
+                              f"{precision.name}, {args.library}", target, args.force)
 
 
 def _sharded_document(args: argparse.Namespace, name: str, profile: Any, precision: Any, batch: int, workload: Any,
