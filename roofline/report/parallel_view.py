@@ -32,8 +32,8 @@ def render_data_parallel(out: dict[str, Any]) -> None:
                   f"{format_si(out['communication_s'], 's')} of communication, "
                   f"{format_si(out['exposed_communication_s'], 's')} exposed after a "
                   f"{format_si(out['backward_s'], 's')} backward")
-    t = Table(title="gradient groups: DDP buckets, fusion buffers or tensors (in backward order)")
-    for col in ("bucket", "tensors", "bytes", "ready", "start", "all-reduce", "end"):
+    t = Table(title="gradient groups (DDP buckets, fusion buffers), backward order")
+    for col in ("group", "tensors", "bytes", "ready", "start", "all-reduce", "end"):
         t.add_column(col, justify="right")
     for b in out["buckets"]:
         t.add_row(str(b["index"]), str(b["tensors"]), format_si(b["bytes"], "B"), format_si(b["ready_s"], "s"),
