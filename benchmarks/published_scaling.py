@@ -23,11 +23,6 @@ sys.path.insert(0, str(ROOT))
 
 DATASET = ROOT / "benchmarks" / "published" / "scaling.yaml"
 
-GROUPING = {"pytorch-ddp": "ddp", "horovod": "horovod", "apex-ddp-unbucketed": "unbucketed", "paddle-fleet": "ddp",
-            "tf-replicated-nccl": "per-tensor"}
-"""A source's all-reduce library -> how it groups gradients (roofline.model.comm.data_parallel.GROUPINGS).
-Paddle's fused all-reduce grouping was not read from a source; it is priced as DDP's buckets."""
-
 
 def measured_single_step_s(row: dict[str, Any]) -> float | None:
     """The one-GPU step the source measured (per-GPU batch / its one-GPU throughput), or None."""
@@ -35,11 +30,24 @@ def measured_single_step_s(row: dict[str, Any]) -> float | None:
     return row["per_gpu_batch"] / throughput if throughput else None
 
 
-def predicted_efficiency(row: dict[str, Any], allreduce: str = "pytorch-ddp") -> float:
+def library_for(source: dict[str, Any]) -> Any:
+    """The source's all-reduce library (roofline.model.comm.libraries.LIBRARIES), with the Horovod cycle time
+    the source's own scripts set where they set one."""
+    from dataclasses import replace
+
+    from roofline.model.comm.libraries import LIBRARIES
+
+    library = LIBRARIES[source["allreduce"]]
+    if "horovod_cycle_time_ms" in source:
+        library = replace(library, cycle_s=source["horovod_cycle_time_ms"] * 1e-3)
+    return library
+
+
+def predicted_efficiency(row: dict[str, Any], source: dict[str, Any]) -> float:
     from roofline.hardware import find_profile
-    from roofline.hardware.fabric_load import find_link, find_node
+    from roofline.hardware.fabric_load import find_node
     from roofline.model.comm.data_parallel import at_measured_step, predict_data_parallel
-    from roofline.model.comm.fabric import node_fabric
+    from roofline.model.comm.libraries import library_fabric
     from roofline.model.step import StepOptions, predict_step
     from roofline.workload.precision import get_precision
     from roofline.workload.zoo import build_workload
@@ -49,14 +57,15 @@ def predicted_efficiency(row: dict[str, Any], allreduce: str = "pytorch-ddp") ->
     workload = build_workload(row["model"], row["per_gpu_batch"])
     single = predict_step(workload, find_profile(node.gpu, kind="gpu"), precision,
                           StepOptions(train=True, optimizer="momentum"))
-    nic = find_link(node.nic_link) if node.nic_link else None
+    library = library_for(source)
     nodes = row.get("nodes", 1)
-    fabric = node_fabric(node, find_link(node.intra_link), nic, row["gpus"] // nodes, nodes)
+    fabric = library_fabric(library, node, row["gpus"] // nodes, nodes)
     measured = measured_single_step_s(row)
     if measured is not None:
         single = at_measured_step(single, measured)
-    return predict_data_parallel(workload, single, fabric, precision.master_weight_bytes,
-                                 grouping=GROUPING[allreduce]).scaling_efficiency
+    return predict_data_parallel(workload, single, fabric, precision.master_weight_bytes, grouping=library.grouping,
+                                 launch_wait_s=library.launch_wait_s,
+                                 overlap=library.overlaps_backward).scaling_efficiency
 
 
 def _summary(errors: list[float]) -> dict[str, Any]:
@@ -78,11 +87,14 @@ def compare_scaling(dataset: Path = DATASET) -> dict[str, Any]:
     rows = []
     for row in data["rows"]:
         measured = row.get("efficiency") or row["throughput_n"] / (row["gpus"] * row["throughput_1"])
-        allreduce = data["sources"][row["source"]]["allreduce"]
-        predicted = predicted_efficiency(row, allreduce)
-        rows.append({**row, "held_out": data["sources"][row["source"]]["held_out"], "measured_efficiency": measured,
+        source = data["sources"][row["source"]]
+        predicted = predicted_efficiency(row, source)
+        library = library_for(source)
+        rows.append({**row, "held_out": source["held_out"], "measured_efficiency": measured,
                      "predicted_efficiency": predicted, "error_points": 100 * (predicted - measured),
-                     "grouping": GROUPING[allreduce], "single_step_s": measured_single_step_s(row)})
+                     "grouping": library.grouping, "ring": library.ring, "launch_wait_s": library.launch_wait_s,
+                     "overlaps_backward": library.overlaps_backward,
+                     "single_step_s": measured_single_step_s(row)})
     bus = [{**row, "predicted_bus_bandwidth_bytes_per_s": predicted_bus_bandwidth(row),
             "error_pct": 100 * (predicted_bus_bandwidth(row) / row["bus_bandwidth_bytes_per_s"] - 1)}
            for row in data.get("bus_bandwidth", [])]

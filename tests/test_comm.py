@@ -188,6 +188,26 @@ def test_link_profile_missing_a_figure_is_one_line_exit_2(tmp_path):
     assert "latency_s" in r.stderr and r.stderr.count("\n") == 1
 
 
+def test_node_naming_an_unknown_interconnect_is_one_line_exit_2(tmp_path):
+    node = (ROOT / "hardware_profiles/node/dgx-1-v100.yaml").read_text().replace("intra_link: nvlink-2",
+                                                                                  "intra_link: nvlink-9")
+    (tmp_path / "node.yaml").write_text(node)
+    r = run_cli("predict", "--model", "resnet50", "--gpu", "v100", "--train", "--batch", "256", "--gpus", "8",
+                "--node", str(tmp_path / "node.yaml"))
+    assert r.returncode == 2
+    assert "nvlink-9" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_predict_gpus_plot_draws_speedup_against_gpu_count(tmp_path):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "scaling.png"
+    r = run_cli("predict", "--model", "resnet50", "--gpu", "v100", "--train", "--batch", "256", "--gpus", "8",
+                "--nodes", "2", "--plot", str(target), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["plot"] == str(target)
+    assert target.read_bytes().startswith(b"\x89PNG")
+
+
 def test_scaling_lesson_closed_form():
     from roofline.model.comm.scaling import amdahl_speedup, fixed_fraction_for
 

@@ -30,17 +30,26 @@ def _targets(result: dict[str, Any]) -> list[dict[str, Any]]:
     return checks
 
 
+def _library(row: dict[str, Any]) -> str:
+    """'ddp', 'per-tensor, NCCL 1 ring, after the backward', 'horovod, wait 2.5 ms'."""
+    text = row["grouping"] + (", NCCL 1 ring" if row["ring"] == "nccl1" else "")
+    text += "" if row["overlaps_backward"] else ", after the backward"
+    return text + (f", wait {1e3 * row['launch_wait_s']:.2g} ms" if row["launch_wait_s"] else "")
+
+
 def _markdown(result: dict[str, Any], targets: list[dict[str, Any]]) -> str:
     lines = ["# Data-parallel scaling: predicted vs published", "",
              f"Dataset: {result['dataset']}; efficiency = N-GPU throughput / (N x 1-GPU throughput); "
              "error = predicted - published, in percentage points. Gradients grouped as the source's library "
-             "does; communication priced against the one-GPU step the source measured.", "",
-             "| source | node | precision | batch per GPU | GPUs | grouping | one-GPU step | published | predicted "
-             "| error |",
+             "does, on the ring its NCCL lays, each group launched after the library's expected wait (overlapping the "
+             "backward unless the library makes it wait for the backward); communication "
+             "priced against the one-GPU step the source measured.", "",
+             "| source | node | precision | batch per GPU | GPUs | grouping, ring, launch wait | one-GPU step "
+             "| published | predicted | error |",
              "|---|---|---|---:|---:|---|---:|---:|---:|---:|"]
     for r in result["rows"]:
         lines.append(f"| {r['source']}{' (held out)' if r['held_out'] else ''} | {r['node']} | {r['precision']} | "
-                     f"{r['per_gpu_batch']} | {r['gpus']} | {r['grouping']} | {1e3 * r['single_step_s']:.0f} ms | "
+                     f"{r['per_gpu_batch']} | {r['gpus']} | {_library(r)} | {1e3 * r['single_step_s']:.0f} ms | "
                      f"{100 * r['measured_efficiency']:.1f}% | "
                      f"{100 * r['predicted_efficiency']:.1f}% | {r['error_points']:+.1f} |")
     lines += ["", "| target | value | met |", "|---|---:|---|"]

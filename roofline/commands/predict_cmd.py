@@ -48,6 +48,10 @@ def add_parallel_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--allreduce", default="auto", metavar="ALGO",
                    help="auto (NCCL's choice; default)|ring|tree|hierarchical|custom (a serving runtime's own one- "
                         "and two-shot kernels inside a node)")
+    g.add_argument("--library", default="pytorch-ddp", metavar="NAME",
+                   help="data-parallel library whose mechanisms price the gradients: pytorch-ddp (default), horovod "
+                        "(Tensor Fusion, 5 ms cycle), apex-ddp-unbucketed, paddle-fleet, tf-replicated-nccl "
+                        "(TensorFlow 1's NCCL 1 ring, after the backward)")
     g.add_argument("--shard", choices=["none", "full"], default="none",
                    help="full: FSDP FULL_SHARD / ZeRO-3 (parameters, gradients, optimizer state sharded) instead of "
                         "DDP; the way to fit a model whose replica does not")
@@ -115,7 +119,7 @@ def run_data_parallel(args: argparse.Namespace) -> int:
     if len(batches) != 1:
         raise RooflineError("--gpus takes one global --batch, not a list")
     job = data_parallel_job(profile, args.node, args.gpus, args.nodes, batches[0], args.grad_accum,
-                            precision.master_weight_bytes, args.grad_comm, args.allreduce)
+                            precision.master_weight_bytes, args.grad_comm, args.allreduce, args.library)
     name, build = workload_builder(model_request(args))
     workload = build(job.per_gpu_batch)
     opts = StepOptions(train=True, optimizer=args.optimizer, pinned=args.pinned, sync_points=args.sync,
@@ -130,9 +134,11 @@ def run_data_parallel(args: argparse.Namespace) -> int:
                              f"but {single.device} has {single.capacity_bytes / 2**30:.2f} GiB; use a smaller "
                              "--batch, more GPUs, or --shard full to shard parameters, gradients and optimizer state")
         dp = predict_data_parallel(workload, single, job.fabric, job.grad_bytes, args.bucket_cap_mb,
-                                   job.accumulation_steps, job.algorithm)
+                                   job.accumulation_steps, job.algorithm, overlap=job.library.overlaps_backward,
+                                   grouping=job.library.grouping, launch_wait_s=job.library.launch_wait_s)
         out = {"model": name, "device": profile.name, "node": job.node.name, "precision": precision.name,
-               "train": True, "batch_size": batches[0], "sharding": "none", **data_parallel_dict(dp),
+               "train": True, "batch_size": batches[0], "sharding": "none", "library": args.library,
+               **data_parallel_dict(dp),
                "memory_bytes": single.memory.total, "layers": layers(single)}
     if args.plot:
         out["plot"] = _scaling_plot(args, profile, precision, build, opts, job, name)
@@ -153,9 +159,9 @@ def _scaling_plot(args: argparse.Namespace, profile: Any, precision: Any, build:
 
     target = plot_path(args.plot, f"{name}-scaling", profile.name, args.force)
     points = weak_scaling(build, profile, precision, opts, job.node, job.per_gpu_batch, job.fabric.world,
-                          job.grad_bytes)
+                          job.grad_bytes, job.library)
     return write_scaling_plot(points, f"{name} on {job.node.name}, batch {job.per_gpu_batch} per GPU, "
-                              f"{precision.name}", target, args.force)
+                              f"{precision.name}, {args.library}", target, args.force)
 
 
 def _sharded_document(args: argparse.Namespace, name: str, profile: Any, precision: Any, batch: int, workload: Any,

@@ -50,6 +50,28 @@ class LinkProfile(_Strict):
         return figure
 
 
+class Wiring(_Strict):
+    """Which GPU pairs share an NVLink and which CPU socket each GPU hangs off: what a collective library that
+    lays one ring in device order (NCCL 1.x) meets on each hop. NCCL 2's rings follow the NVLinks and need
+    none of it."""
+
+    nvlink_pairs: list[tuple[int, int]]
+    """GPU index pairs joined by (at least) one NVLink."""
+    gpu_socket: list[int]
+    """The CPU socket (NUMA node) of GPU 0, 1, ... in device order."""
+    source: str
+    """Where the wiring was read (a system whitepaper, a published `nvidia-smi topo -m`)."""
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _pairs_in_range(self) -> Wiring:
+        gpus = len(self.gpu_socket)
+        for a, b in self.nvlink_pairs:
+            if not (0 <= a < gpus and 0 <= b < gpus and a != b):
+                raise ValueError(f"nvlink pair ({a}, {b}) names no two distinct GPUs of {gpus}")
+        return self
+
+
 class NodeProfile(_Strict):
     """A server: identical GPUs, the links that join them, and the NICs that join it to other servers."""
 
@@ -69,6 +91,12 @@ class NodeProfile(_Strict):
     nic_link: str | None = None
     """Name of the link profile of one NIC port; None for a node that has none for compute traffic."""
     nics_per_node: Figure | None = None
+    wiring: Wiring | None = None
+    """Per-GPU NVLink pairs and sockets, where a library's single ring needs them (NCCL 1.x)."""
+    slot_link: str | None = None
+    """Link profile of each GPU's PCIe slot: a hop between GPUs without NVLink goes through it."""
+    socket_link: str | None = None
+    """Link profile of the path between CPU sockets that a hop between GPUs on different sockets crosses."""
     notes: str | None = None
 
     @field_validator("gpus_per_node", "intra_links_per_gpu", "nics_per_node")
@@ -79,9 +107,12 @@ class NodeProfile(_Strict):
         return figure
 
     @model_validator(mode="after")
-    def _nics_complete(self) -> NodeProfile:
+    def _consistent(self) -> NodeProfile:
         if (self.nic_link is None) != (self.nics_per_node is None):
             raise ValueError("give both 'nic_link' and 'nics_per_node', or neither")
+        if self.wiring is not None and len(self.wiring.gpu_socket) != int(self.gpus_per_node.value):
+            raise ValueError(f"wiring gives sockets for {len(self.wiring.gpu_socket)} GPUs, "
+                             f"gpus_per_node is {int(self.gpus_per_node.value)}")
         return self
 
 

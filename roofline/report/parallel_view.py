@@ -26,13 +26,14 @@ def render_data_parallel(out: dict[str, Any]) -> None:
     console.print(f"step {format_si(out['step_time_s'], 's')} against {format_si(out['single_gpu_step_time_s'], 's')} "
                   f"on one GPU: {out['samples_per_s']:.1f} samples/s, speed-up {out['speedup']:.2f}x of "
                   f"{out['gpus']} (scaling efficiency {100 * out['scaling_efficiency']:.1f}%)")
-    console.print(f"gradients {format_si(out['gradient_bytes'], 'B')} all-reduced in {len(out['buckets'])} buckets at "
+    console.print(f"gradients {format_si(out['gradient_bytes'], 'B')} all-reduced by {out['library']} "
+                  f"in {len(out['buckets'])} groups at "
                   f"{format_si(out['bus_bandwidth_bytes_per_s'], 'B/s')} bus bandwidth: "
                   f"{format_si(out['communication_s'], 's')} of communication, "
                   f"{format_si(out['exposed_communication_s'], 's')} exposed after a "
                   f"{format_si(out['backward_s'], 's')} backward")
-    t = Table(title="DDP buckets (in backward order)")
-    for col in ("bucket", "tensors", "bytes", "ready", "start", "all-reduce", "end"):
+    t = Table(title="gradient groups (DDP buckets, fusion buffers), backward order")
+    for col in ("group", "tensors", "bytes", "ready", "start", "all-reduce", "end"):
         t.add_column(col, justify="right")
     for b in out["buckets"]:
         t.add_row(str(b["index"]), str(b["tensors"]), format_si(b["bytes"], "B"), format_si(b["ready_s"], "s"),

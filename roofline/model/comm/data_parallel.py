@@ -10,9 +10,10 @@ accumulation (`no_sync()` on all micro-steps but the last) only the last micro-s
 
 Other libraries group gradients differently (`GROUPINGS`): Horovod's Tensor Fusion packs the tensors ready
 at a moment into one 64 MB buffer, never past it; apex's DistributedDataParallel(shared_param=True) does not
-bucket at all and all-reduces everything once the backward has ended. `at_measured_step` prices the
-communication against a measured one-GPU step instead of the predicted one, so that a published scaling
-row tests the multi-GPU model and not the single-device one.
+bucket at all and all-reduces everything once the backward has ended. A library that launches all-reduces
+only when a background loop wakes delays each ready group (`launch_wait_s`; `libraries` says which do).
+`at_measured_step` prices the communication against a measured one-GPU step instead of the predicted one, so
+that a published scaling row tests the multi-GPU model and not the single-device one.
 
 What this does not model: the contention between the all-reduce kernels and the backward kernels for SMs
 and memory bandwidth on a GPU (the overlap is taken as free), and DDP's own bookkeeping per bucket.
@@ -184,21 +185,24 @@ def at_measured_step(single: StepPrediction, step_time_s: float) -> StepPredicti
 def predict_data_parallel(workload: Workload, single: StepPrediction, fabric: Fabric, grad_bytes: int,
                           bucket_cap_mb: float = DEFAULT_BUCKET_CAP_MB, accumulation_steps: int = 1,
                           algorithm: str = "auto", overlap: bool = True,
-                          grouping: str = "ddp", rank_step: StepPrediction | None = None) -> DataParallelPrediction:
+                          grouping: str = "ddp", rank_step: StepPrediction | None = None,
+                          launch_wait_s: float = 0.0) -> DataParallelPrediction:
     """One DDP step on `fabric`: `accumulation_steps` micro-steps of `single`, the last one all-reducing
     `grad_bytes`-byte gradients in buckets while its backward runs.
 
     `overlap=False` is for ranks that leave no core idle (CPU ranks whose threads fill the machine): the
     backend's communication thread then takes its time from the backward, so nothing is hidden.
     `rank_step` is one rank's step while the others run beside it (`socket_share.rank_profile`), where the
-    ranks share memory; scaling efficiency stays measured against `single`, one rank alone."""
+    ranks share memory; scaling efficiency stays measured against `single`, one rank alone.
+    `launch_wait_s` is how long a ready group waits before its all-reduce can start (a library that launches
+    collectives only when its background loop wakes: `libraries.Library.launch_wait_s`)."""
     own = rank_step or single
     tensors, backward_s = gradient_ready_times(workload, own)
     clock = 0.0
     buckets = []
     groups = GROUPINGS[grouping](tensors, grad_bytes, bucket_cap_mb * 2**20)
     for index, (count, nbytes, ready) in enumerate(groups):
-        start = max(ready, clock)
+        start = max(ready + launch_wait_s, clock)
         clock = start + allreduce_s(nbytes, fabric, algorithm)
         buckets.append(Bucket(index, count, nbytes, ready, start, clock))
     communication = sum(b.end_s - b.start_s for b in buckets)

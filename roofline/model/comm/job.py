@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from roofline.errors import RooflineError
-from roofline.hardware.fabric_load import find_link, find_node
+from roofline.hardware.fabric_load import find_node
 from roofline.hardware.fabric_schema import NodeProfile
 from roofline.hardware.load import list_profiles
 from roofline.hardware.schema import Profile
 from roofline.model.comm.collectives import ALLREDUCE, Fabric
-from roofline.model.comm.fabric import node_fabric
+from roofline.model.comm.libraries import LIBRARIES, Library, library_fabric
 
 GRAD_COMM_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 """Bytes per gradient element on the wire: fp32 buffers, or DDP's fp16/bf16 compression hooks
@@ -25,6 +25,7 @@ class DataParallelJob:
     accumulation_steps: int
     grad_bytes: int
     algorithm: str
+    library: Library
 
 
 def node_for(gpu: Profile, node_name: str | None) -> NodeProfile:
@@ -47,7 +48,7 @@ def node_for(gpu: Profile, node_name: str | None) -> NodeProfile:
 
 def data_parallel_job(gpu: Profile, node_name: str | None, gpus_per_node: int, nodes: int, global_batch: int,
                       accumulation_steps: int, precision_grad_bytes: int, grad_comm: str | None,
-                      algorithm: str) -> DataParallelJob:
+                      algorithm: str, library_name: str = "pytorch-ddp") -> DataParallelJob:
     if gpu.kind != "gpu":
         raise RooflineError("--gpus prices GPUs in a node profile; name one with --gpu (CPU ranks: "
                             "`roofline validate --train --ranks N`)")
@@ -55,12 +56,14 @@ def data_parallel_job(gpu: Profile, node_name: str | None, gpus_per_node: int, n
         raise RooflineError(f"--grad-accum must be a positive integer, got {accumulation_steps}")
     if algorithm not in ("auto", *ALLREDUCE):
         raise RooflineError(f"unknown --allreduce '{algorithm}'; choose auto, {', '.join(ALLREDUCE)}")
+    if library_name not in LIBRARIES:
+        raise RooflineError(f"unknown --library '{library_name}'; choose {', '.join(LIBRARIES)}")
+    library = LIBRARIES[library_name]
     node = node_for(gpu, node_name)
-    nic = find_link(node.nic_link) if node.nic_link else None
-    fabric = node_fabric(node, find_link(node.intra_link), nic, gpus_per_node, nodes)
+    fabric = library_fabric(library, node, gpus_per_node, nodes)
     share = fabric.world * accumulation_steps
     if global_batch % share:
         raise RooflineError(f"--batch {global_batch} does not divide into {fabric.world} GPUs x "
                             f"{accumulation_steps} accumulation steps; use a multiple of {share}")
     grad_bytes = GRAD_COMM_BYTES[grad_comm] if grad_comm else precision_grad_bytes
-    return DataParallelJob(node, fabric, global_batch // share, accumulation_steps, grad_bytes, algorithm)
+    return DataParallelJob(node, fabric, global_batch // share, accumulation_steps, grad_bytes, algorithm, library)

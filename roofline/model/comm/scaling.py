@@ -13,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from roofline.hardware.fabric_load import find_link
 from roofline.hardware.fabric_schema import NodeProfile
 from roofline.hardware.schema import Profile
 from roofline.model.comm.data_parallel import predict_data_parallel
-from roofline.model.comm.fabric import node_fabric
+from roofline.model.comm.libraries import LIBRARIES, Library, library_fabric
 from roofline.model.step import StepOptions, StepPrediction, predict_step
 from roofline.workload.ops.base import Workload
 from roofline.workload.precision import Precision
@@ -68,21 +67,22 @@ def world_sizes(gpus_per_node: int, max_gpus: int) -> list[tuple[int, int]]:
 
 
 def _point(workload: Workload, single: StepPrediction, node: NodeProfile, gpus: int, nodes: int,
-           grad_bytes: int, reference_samples_per_s: float) -> ScalingPoint:
-    nic = find_link(node.nic_link) if node.nic_link else None
-    fabric = node_fabric(node, find_link(node.intra_link), nic, gpus, nodes)
-    dp = predict_data_parallel(workload, single, fabric, grad_bytes)
+           grad_bytes: int, reference_samples_per_s: float, library: Library) -> ScalingPoint:
+    fabric = library_fabric(library, node, gpus, nodes)
+    dp = predict_data_parallel(workload, single, fabric, grad_bytes, grouping=library.grouping,
+                               launch_wait_s=library.launch_wait_s, overlap=library.overlaps_backward)
     return ScalingPoint(fabric.world, nodes, single.batch_size, dp.step_time_s, dp.samples_per_s,
                         dp.samples_per_s / reference_samples_per_s, dp.communication_s,
                         dp.exposed_communication_s, dp.backward_s)
 
 
 def weak_scaling(build: Callable[[int], Workload], profile: Profile, precision: Precision, options: StepOptions,
-                 node: NodeProfile, per_gpu_batch: int, max_gpus: int, grad_bytes: int) -> list[ScalingPoint]:
+                 node: NodeProfile, per_gpu_batch: int, max_gpus: int, grad_bytes: int,
+                 library: Library = LIBRARIES["pytorch-ddp"]) -> list[ScalingPoint]:
     workload = build(per_gpu_batch)
     single = predict_step(workload, profile, precision, options)
     sizes = world_sizes(int(node.gpus_per_node.value), max_gpus)
-    return [_point(workload, single, node, g, n, grad_bytes, single.samples_per_s) for g, n in sizes]
+    return [_point(workload, single, node, g, n, grad_bytes, single.samples_per_s, library) for g, n in sizes]
 
 
 def strong_scaling(build: Callable[[int], Workload], profile: Profile, precision: Precision,
@@ -96,5 +96,5 @@ def strong_scaling(build: Callable[[int], Workload], profile: Profile, precision
             continue
         workload = build(global_batch // (g * n))
         single = predict_step(workload, profile, precision, options)
-        points.append(_point(workload, single, node, g, n, grad_bytes, reference))
+        points.append(_point(workload, single, node, g, n, grad_bytes, reference, LIBRARIES["pytorch-ddp"]))
     return points

@@ -1,0 +1,72 @@
+"""The data-parallel libraries a published run names, as the mechanisms this model prices for each: how it
+groups gradients into all-reduces, which ring its collectives take, and how long a ready gradient waits for
+the library to launch its all-reduce.
+
+A library is data, not a branch in the step model: `predict_data_parallel` takes the grouping, the fabric and
+the wait, whichever library they came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from roofline.hardware.fabric_load import find_link
+from roofline.hardware.fabric_schema import NodeProfile
+from roofline.model.comm.collectives import Fabric
+from roofline.model.comm.fabric import FabricError, node_fabric
+from roofline.model.comm.nccl1 import single_ring_fabric
+
+HOROVOD_CYCLE_S = 5e-3
+"""Horovod's background loop wakes every 5 ms to negotiate which tensors every rank has ready: a fixed
+`sleep_for(std::chrono::milliseconds(5))` 'This delay determines thread frequency and MPI message latency'
+from the first release (horovod/horovod@64317537, 2017), then HOROVOD_CYCLE_TIME with `double cycle_time = 5`
+(horovod/horovod@92454dae:horovod/common/operations.cc, 2018), until v0.21.0 'Changed default cycle time from
+5ms to 1ms' (#2468, November 2020)."""
+
+
+@dataclass(frozen=True)
+class Library:
+    grouping: str
+    """A key of `data_parallel.GROUPINGS`."""
+    ring: Literal["nccl2", "nccl1"] = "nccl2"
+    """NCCL 2's rings along every NVLink (`fabric.node_fabric`), or NCCL 1's single ring (`nccl1`)."""
+    cycle_s: float = 0.0
+    """Period of a background loop that launches all-reduces only when it wakes; 0 launches at once."""
+    overlaps_backward: bool = True
+    """Whether an all-reduce can start while the backward that produces later gradients still runs."""
+
+    @property
+    def launch_wait_s(self) -> float:
+        """A gradient group ready at a uniformly random phase of the cycle waits half a cycle on average."""
+        return self.cycle_s / 2
+
+
+LIBRARIES: dict[str, Library] = {
+    "pytorch-ddp": Library("ddp"),
+    "horovod": Library("horovod", cycle_s=HOROVOD_CYCLE_S),
+    "apex-ddp-unbucketed": Library("unbucketed"),
+    "paddle-fleet": Library("ddp"),
+    "tf-replicated-nccl": Library("per-tensor", ring="nccl1", overlaps_backward=False),
+}
+"""PaddlePaddle's fused all-reduce was not read from a source: priced as DDP's buckets.
+
+TensorFlow's contrib NCCL of 2017 was NCCL 1 (tensorflow/tensorflow@6535ed7:tensorflow/workspace.bzl,
+nccl_archive at NVIDIA/nccl@ccfc4567, April 2017), and its all-reduces wait for the backward: NcclManager
+forms a collective when the last of the towers (all GPUs, one process, one executor) reaches the gradient,
+and then makes the NCCL stream wait for each tower's whole compute stream as it stands
+(`nccl_stream->stream->ThenWaitFor(p->tensor_stream)`, tensorflow/contrib/nccl/kernels/nccl_manager.cc,
+RunCollective), not for an event recorded after the kernel that produced the gradient, as DDP and Horovod do.
+TensorFlow enqueues GPU kernels asynchronously, so by then the host has queued the rest of the towers'
+backward (a few microseconds of host time per op against milliseconds of GPU time per layer), and the
+all-reduce starts when the GPUs finish it."""
+
+
+def library_fabric(library: Library, node: NodeProfile, gpus_per_node: int, nodes: int = 1) -> Fabric:
+    """The fabric the library's collectives see on `nodes` nodes of `gpus_per_node` GPUs each."""
+    if library.ring == "nccl1":
+        if nodes > 1:
+            raise FabricError("NCCL 1 joins the GPUs of one node only; --nodes needs a NCCL 2 library")
+        return single_ring_fabric(node, gpus_per_node)
+    nic = find_link(node.nic_link) if node.nic_link else None
+    return node_fabric(node, find_link(node.intra_link), nic, gpus_per_node, nodes)

@@ -1,0 +1,73 @@
+"""NCCL 1.x's single ring, for the libraries that bundled it (TensorFlow's contrib NCCL of 2017).
+
+NCCL 2 lays several rings along a node's NVLinks and drives every link a GPU has (`fabric.node_fabric`).
+NCCL 1.3 did not: 'While NCCL 1.3 was only relying on a single ring, it has evolved to use multiple rings to
+use all NVLinks and network cards' (the NCCL maintainer, https://github.com/NVIDIA/nccl/issues/43). That one
+ring takes the ranks in NVML index order (NVIDIA/nccl@ccfc4567dc3e2a37fb42cfbc64d10eb526e7da7b:src/core.cu,
+commBuildMaps after orderRanks: '// Order by nvml index'), and reaches each neighbour by peer access where
+cudaDeviceCanAccessPeer allows it and 'via zero-copy host mem' where it does not. Peer access stops at a CPU
+socket: 'You can do P2P through PCIe bridges, but not across socket level links at this time, e.g. across CPU
+sockets on a multi-socket motherboard' (BVLC/caffe docs/multigpu.md, NVIDIA's multi-GPU notes).
+
+So each hop of the ring is one of three paths, and the ring runs at its slowest hop:
+- one NVLink, where the two GPUs share one (a single ring drives one link per hop, whatever else is wired);
+- the GPUs' PCIe slots, between GPUs on one socket without NVLink;
+- the slots and the path between the sockets, between GPUs on different sockets.
+The per-step latency is the largest of the hops' (a ring step ends when its slowest transfer does).
+"""
+
+from __future__ import annotations
+
+from roofline.hardware.fabric_load import find_link
+from roofline.hardware.fabric_schema import LinkProfile, NodeProfile
+from roofline.model.comm.collectives import Fabric, Tier
+from roofline.model.comm.fabric import FabricError
+
+
+def _rate(link: LinkProfile) -> float:
+    efficiency = link.protocol_efficiency.value if link.protocol_efficiency else 1.0
+    return link.bandwidth_bytes_per_s.value * efficiency
+
+
+def _link(node: NodeProfile, name: str | None, field: str) -> LinkProfile:
+    if name is None:
+        raise FabricError(f"{node.name} has no {field} in its profile, so NCCL 1's ring cannot be priced "
+                          f"across GPUs without NVLink; add {field}")
+    return find_link(name)
+
+
+def ring_hops(node: NodeProfile, gpus: int) -> list[tuple[int, int, LinkProfile]]:
+    """(from, to, the link that bounds the hop) for each hop of the ring over GPUs 0 .. gpus-1."""
+    if node.wiring is None:
+        raise FabricError(f"{node.name} has no 'wiring' in its profile (NVLink pairs and sockets), which NCCL 1's "
+                          "single ring needs")
+    nvlinks = {frozenset(pair) for pair in node.wiring.nvlink_pairs}
+    hops = []
+    for a in range(gpus):
+        b = (a + 1) % gpus
+        if frozenset((a, b)) in nvlinks:
+            hops.append((a, b, find_link(node.intra_link)))
+            continue
+        slot = _link(node, node.slot_link, "slot_link")
+        if node.wiring.gpu_socket[a] == node.wiring.gpu_socket[b]:
+            hops.append((a, b, slot))
+        else:
+            across = _link(node, node.socket_link, "socket_link")
+            hops.append((a, b, min((slot, across), key=_rate)))
+    return hops
+
+
+def single_ring_fabric(node: NodeProfile, gpus: int) -> Fabric:
+    """The one ring NCCL 1 lays over the node's first `gpus` GPUs: its slowest hop's bandwidth and latency."""
+    holds = int(node.gpus_per_node.value)
+    if not 1 <= gpus <= holds:
+        raise FabricError(f"{node.name} holds {holds} GPUs, not {gpus}")
+    if gpus == 1:
+        link = find_link(node.intra_link)
+        return Fabric(Tier(1, _rate(link), link.latency_s.value, f"one GPU on {node.name}"))
+    hops = ring_hops(node, gpus)
+    slowest = min(hops, key=lambda hop: _rate(hop[2]))
+    latency = max(hop[2].latency_s.value for hop in hops)
+    provenance = (f"derived: NCCL 1's single ring over GPUs 0-{gpus - 1}, bounded by hop {slowest[0]}->{slowest[1]} "
+                  f"on {slowest[2].name} at {_rate(slowest[2]) / 1e9:.3g} GB/s")
+    return Fabric(Tier(gpus, _rate(slowest[2]), latency, provenance))

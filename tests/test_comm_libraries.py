@@ -1,0 +1,115 @@
+"""The data-parallel libraries' mechanisms against closed forms: NCCL 1's single ring, Horovod's cycle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from roofline.hardware.fabric_load import find_link, find_node
+from roofline.model.comm.collectives import Fabric, Tier, ring_allreduce_s
+from roofline.model.comm.fabric import FabricError
+from roofline.model.comm.libraries import HOROVOD_CYCLE_S, LIBRARIES, Library, library_fabric
+from roofline.model.comm.nccl1 import ring_hops, single_ring_fabric
+
+NODES = Path(__file__).resolve().parents[1] / "hardware_profiles" / "node"
+
+
+def test_nccl1_ring_on_four_p100s_runs_on_one_nvlink():
+    # GPUs 0-3 of a DGX-1 are all joined by NVLink: every hop is one link, 20 GB/s x 0.8222 = 16.44 GB/s,
+    # not the 4 links a NCCL 2 ring would drive
+    node = find_node("dgx-1-p100")
+    fabric = single_ring_fabric(node, 4)
+    assert fabric.bus_bandwidth_bytes_per_s == pytest.approx(20e9 * 0.8222)
+    assert fabric.bus_bandwidth_bytes_per_s < library_fabric(LIBRARIES["pytorch-ddp"], node, 4) \
+        .bus_bandwidth_bytes_per_s / 3
+
+
+def test_nccl1_ring_on_eight_p100s_crosses_the_sockets_twice():
+    # ring 0-1-...-7-0: hops 3->4 and 7->0 have no NVLink and cross from one socket to the other,
+    # bounded by the QPI path (6 GB/s, below the PCIe 3.0 slot's 15.75 GB/s)
+    node = find_node("dgx-1-p100")
+    slow = [(a, b) for a, b, link in ring_hops(node, 8) if link.name != find_link(node.intra_link).name]
+    assert slow == [(3, 4), (7, 0)]
+    fabric = single_ring_fabric(node, 8)
+    assert fabric.bus_bandwidth_bytes_per_s == pytest.approx(6.0e9)
+    # 553 MB of VGG-16 gradients: 2 x 7/8 x 553e6 / 6e9 = 161 ms, plus 14 steps of 5.7 us
+    assert ring_allreduce_s(553e6, fabric) == pytest.approx(2 * 7 / 8 * 553e6 / 6e9 + 14 * 5.7e-6)
+
+
+def test_nccl1_needs_the_node_wiring_and_one_node():
+    with pytest.raises(FabricError, match="wiring"):
+        single_ring_fabric(find_node("dgx-1-v100"), 8)
+    with pytest.raises(FabricError, match="one node"):
+        library_fabric(LIBRARIES["tf-replicated-nccl"], find_node("dgx-1-p100"), 8, nodes=2)
+
+
+def test_wiring_naming_a_gpu_the_node_lacks_is_a_profile_error(tmp_path):
+    from roofline.errors import ProfileError
+
+    text = (NODES / "dgx-1-p100.yaml").read_text().replace("[3, 7]]", "[3, 9]]")
+    path = tmp_path / "node.yaml"
+    path.write_text(text)
+    with pytest.raises(ProfileError, match="nvlink pair"):
+        find_node(str(path))
+
+
+def test_horovod_cycle_delays_each_group_by_half_a_cycle():
+    from roofline.hardware import find_profile
+    from roofline.model.comm.data_parallel import predict_data_parallel
+    from roofline.model.step import StepOptions, predict_step
+    from roofline.workload.precision import get_precision
+    from roofline.workload.zoo import build_workload
+
+    w = build_workload("mlp", 8)
+    single = predict_step(w, find_profile("v100"), get_precision("fp32"), StepOptions(train=True))
+    fabric = Fabric(Tier(2, 1e15, 0.0, "test"))  # all-reduces take no time: only the wait shows
+    at_once = predict_data_parallel(w, single, fabric, 4, grouping="horovod")
+    waiting = predict_data_parallel(w, single, fabric, 4, grouping="horovod",
+                                    launch_wait_s=LIBRARIES["horovod"].launch_wait_s)
+    assert [b.start_s for b in waiting.buckets] == pytest.approx([b.start_s + 2.5e-3 for b in at_once.buckets])
+    # the last group is ready when the backward ends, so half a cycle (2.5 ms) is exposed
+    assert waiting.exposed_communication_s == pytest.approx(HOROVOD_CYCLE_S / 2, rel=1e-4)
+    assert Library("ddp").launch_wait_s == 0.0
+
+
+def test_tensorflow_nccl_all_reduces_wait_for_the_backward():
+    # tf_cnn_benchmarks' replicated NCCL: every all-reduce exposed, the step is one GPU's plus the sum of them
+    from roofline.hardware import find_profile
+    from roofline.model.comm.data_parallel import predict_data_parallel
+    from roofline.model.step import StepOptions, predict_step
+    from roofline.workload.precision import get_precision
+    from roofline.workload.zoo import build_workload
+
+    library = LIBRARIES["tf-replicated-nccl"]
+    node = find_node("dgx-1-p100")
+    w = build_workload("alexnet", 64)
+    single = predict_step(w, find_profile(node.gpu, kind="gpu"), get_precision("fp32"), StepOptions(train=True))
+    dp = predict_data_parallel(w, single, library_fabric(library, node, 4), 4, grouping=library.grouping,
+                               overlap=library.overlaps_backward)
+    assert dp.exposed_communication_s == pytest.approx(dp.communication_s)
+    assert dp.step_time_s == pytest.approx(single.step_time_s + dp.communication_s)
+
+
+def test_predict_gpus_takes_the_library():
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(root / "cli.py"), "predict", "--model", "vgg16", "--gpu", "p100",
+                               "--train", "--batch", "512", "--gpus", "8", "--node", "dgx-1-p100", *args],
+                              capture_output=True, text=True, cwd=root,
+                              env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+
+    ddp = json.loads(run("--json").stdout)
+    nccl1 = json.loads(run("--json", "--library", "tf-replicated-nccl").stdout)
+    assert ddp["library"] == "pytorch-ddp" and nccl1["library"] == "tf-replicated-nccl"
+    # NCCL 1's ring at 6 GB/s, every all-reduce after the backward: all communication exposed
+    assert nccl1["bus_bandwidth_bytes_per_s"] == pytest.approx(6e9)
+    assert nccl1["exposed_communication_s"] == pytest.approx(nccl1["communication_s"])
+    assert nccl1["scaling_efficiency"] < ddp["scaling_efficiency"]
+    bad = run("--library", "mpi")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
