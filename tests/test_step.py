@@ -156,3 +156,20 @@ def test_bytes_a_step_writes_closed_form():
     # training adds 3 input gradients (the first layer's input needs none) and 4 weight gradients
     expected = (LAYERS + LAYERS - 1) * ROWS * WIDTH * 2 + LAYERS * WIDTH**2 * 4
     assert plan_step(ops, PASSES).written_bytes(2, 4) == expected
+
+
+def test_forward_of_a_training_mode_module_reads_batch_norm_twice(v100):
+    from roofline.workload.ops import BatchNorm
+
+    # one BatchNorm over 256 x 64 x 56 x 56 fp32 = 51.4e6 elements (205.5 MB): in eval mode one read and one
+    # write (2 x 205.5 MB); left in training mode its forward computes the batch statistics first, one more read
+    # (3 x 205.5 MB), and has no backward or update
+    norm = BatchNorm("bn", n=256, c=64, spatial=56 * 56)
+    workload = Workload(name="bn", batch=256, ops=[norm], input_bytes=0)
+    tensor = 256 * 64 * 56 * 56 * 4
+    evaluated = step(v100, "fp32", workload)
+    forward = step(v100, "fp32", workload, forward_only=True)
+    assert sum(o.bytes for o in evaluated.ops) == pytest.approx(2 * tensor, rel=1e-3)
+    assert sum(o.bytes for o in forward.ops) == pytest.approx(3 * tensor, rel=1e-3)
+    assert [o.pass_ for o in forward.ops] == ["forward"]
+    assert forward.optimizer_s == 0

@@ -60,6 +60,9 @@ class GpuStepRow(BaseModel):
     """The PyTorch version the source names (MAJOR.MINOR), None for another framework or none stated."""
     ngc_container: bool = False
     """Run inside an NVIDIA NGC PyTorch container (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1)."""
+    module_training: bool = False
+    """An inference row (a forward pass timed alone) whose module was left in training mode: BatchNorm's batch
+    statistics, dropout on (`roofline.model.step.StepOptions.forward_only`)."""
     attention: Literal["fused", "eager"] = "fused"
     """How the model's self-attention runs (`roofline.model.step.StepOptions.attention`)."""
     samples_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
@@ -74,6 +77,8 @@ class GpuStepRow(BaseModel):
             raise ValueError("give exactly one of input_size (images) or seq_len (tokens)")
         if (self.mode == "train") != (self.optimizer is not None):
             raise ValueError("training rows name their optimizer (sgd, momentum, adam, none); inference rows none")
+        if self.module_training and self.mode != "inference":
+            raise ValueError("module_training marks a forward pass timed alone: an inference row")
         return self
 
     @property
@@ -101,7 +106,8 @@ def _predict(row: GpuStepRow) -> tuple[float, Any, str, str]:
     optimizer = row.optimizer if row.optimizer not in (None, "none") else "sgd"
     opts = StepOptions(train=row.mode == "train", optimizer=optimizer, pinned=on_loader, include_transfer=on_loader,
                        channels_last=row.channels_last, sync_points=SYNC_POINTS_PER_STEP, fp32_math=row.fp32_math,
-                       attention=row.attention, norm_reads=row.norm_reads)
+                       attention=row.attention, norm_reads=row.norm_reads,
+                       forward_only=row.module_training)
     pred = predict_step(workload, profile, get_precision(row.precision), opts)
     step_s = pred.step_time_s - (pred.optimizer_s if row.optimizer == "none" else 0.0)
     return step_s, pred, spec.family, profile.architecture.split()[0]

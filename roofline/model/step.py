@@ -92,6 +92,10 @@ class StepOptions:
     attention: str = "fused"
     """How self-attention runs (`ATTENTION_PATHS`): one fused kernel (scaled_dot_product_attention), or the
     eager kernels of an implementation that writes the scores out (`with_eager_attention`)."""
+    forward_only: bool = False
+    """An inference-like step that runs the module in training mode: the forward pass alone, with BatchNorm's
+    batch statistics and dropout on, and no backward or update (Torch7's cnn-benchmarks time `model:forward`
+    of a module left in its default training mode). Meaningful with `train=False`."""
     alone: bool = False
     """The workload is one op called back to back on its own, as a script timing it in a loop calls it
     (`predict --op`), not a layer among others: its code, the dispatcher's paths and its data stay in the
@@ -243,7 +247,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     params = float(workload.params())
     amp = precision.master_weight_bytes > precision.storage_bytes
     weight_bytes = precision.storage_bytes
-    plan = plan_for(workload, opts.train)
+    plan = plan_for(workload, opts.train, opts.forward_only)
     reuse = params * weight_bytes + plan.written_bytes(precision.storage_bytes, weight_bytes)
     training_gpu = opts.train and c.is_gpu and opts.runtime is not None
     factor = load_runtime(opts.runtime).training_host_factor.value if training_gpu else 1.0
