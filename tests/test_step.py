@@ -110,6 +110,20 @@ def test_input_copy_pageable_serial_pinned_overlapped(v100):
     assert pageable.step_time_s == pytest.approx(2e-3 + 1e-5)
 
 
+def test_prefetched_copy_hides_under_the_step(v100):
+    # a 1 ms copy (15.75e6 B over PCIe 3 x16) beside 8 layers of 2 x 8192 x 4096^2 = 2.75e11 FLOP fp16 (2.2 ms
+    # each at 125e12): on a stream of its own the copy runs under the step's kernels and adds nothing
+    wl = deep_mlp(input_bytes=int(15.75e6))
+    alone = step(v100, "fp16", wl)
+    pinned = step(v100, "fp16", wl, include_transfer=True, pinned=True)
+    prefetched = step(v100, "fp16", wl, include_transfer=True, pinned=True, prefetch=True)
+    assert pinned.step_time_s == pytest.approx(alone.step_time_s + 1e-3)
+    assert prefetched.step_time_s == pytest.approx(alone.step_time_s)
+    # a copy longer than the step's work is what the step waits for: 1.575e9 B is 100 ms
+    tiny = Workload(name="tiny", batch=1, ops=[Gemm("g", m=8, n=8, k=8)], input_bytes=int(1.575e9))
+    assert step(v100, "fp32", tiny, include_transfer=True, pinned=True, prefetch=True).step_time_s == pytest.approx(0.1)
+
+
 def test_cpu_has_no_input_copy():
     wl = Workload(name="tiny", batch=1, ops=[Gemm("g", m=8, n=8, k=8)], input_bytes=10**9)
     pred = step(load_profile(SHIPPED_DIR / "cpu" / "textbook-cpu.yaml"), "fp32", wl, include_transfer=True)

@@ -4,7 +4,8 @@
 Each row is predicted with the settings it states, and only those; what a row does not state is set by one
 rule for every row, written here, never per row or per source:
 - data `synthetic-device` (inputs made on the GPU): no host-to-device copy; `loader`: the batch is copied from
-  pinned host memory each step (PyTorch loaders with pin_memory=True, as DeepLearningExamples uses);
+  pinned host memory each step on the compute stream; `prefetched`: the loader copies the next batch on a stream
+  of its own during the step (DeepLearningExamples' PrefetchedWrapper and DALI), so the copy overlaps it;
 - one host-device synchronization per step (SYNC_POINTS_PER_STEP);
 - optimizer `none` (forward and backward timed without an update): the predicted optimizer time is left out;
 - fp32 products on TF32 tensor cores as the row's PyTorch version and container do by default
@@ -51,7 +52,7 @@ class GpuStepRow(BaseModel):
     batch: int = Field(ge=1)
     input_size: int | None = Field(default=None, ge=1)
     seq_len: int | None = Field(default=None, ge=1)
-    data: Literal["synthetic-device", "loader"]
+    data: Literal["synthetic-device", "loader", "prefetched"]
     channels_last: bool = False
     optimizer: Literal["sgd", "momentum", "adam", "adam-unfused", "none"] | None = None
     norm_reads: int = Field(default=0, ge=0)
@@ -102,9 +103,10 @@ def _predict(row: GpuStepRow) -> tuple[float, Any, str, str]:
     spec = get_model(row.model)
     profile = find_profile(row.gpu, kind="gpu")
     workload = build_workload(row.model, row.batch, input_size=row.input_size, seq_len=row.seq_len)
-    on_loader = row.data == "loader"
+    on_loader = row.data != "synthetic-device"
     optimizer = row.optimizer if row.optimizer not in (None, "none") else "sgd"
     opts = StepOptions(train=row.mode == "train", optimizer=optimizer, pinned=on_loader, include_transfer=on_loader,
+                       prefetch=row.data == "prefetched",
                        channels_last=row.channels_last, sync_points=SYNC_POINTS_PER_STEP, fp32_math=row.fp32_math,
                        attention=row.attention, norm_reads=row.norm_reads,
                        forward_only=row.module_training)
@@ -186,8 +188,9 @@ def legend(dataset: dict[str, Any]) -> list[str]:
         f"({sum(len(b.rows) for b in held)} rows).",
         f"Held-out rule (committed before any error was computed): {dataset.get('holdout_rule', 'not stated')}",
         "Predicted: `predict_step` with the shipped profiles, no calibration; each row's stated settings; inputs "
-        "from a loader copied from pinned memory each step, synthetic inputs not copied; one synchronization "
-        "per step; optimizer `none` rows leave the predicted update out.",
+        "from a loader copied from pinned memory each step (on a stream of their own where the loader prefetches), "
+        "synthetic inputs not copied; one synchronization per step; optimizer `none` rows leave the predicted "
+        "update out.",
         "",
         "Sources:",
     ]

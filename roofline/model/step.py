@@ -68,7 +68,13 @@ class StepOptions:
     train: bool = False
     optimizer: str = "sgd"
     pinned: bool = False
-    """Input batch in pinned host memory, copied with non_blocking=True (overlaps compute)."""
+    """Input batch in pinned host memory, copied with non_blocking=True (overlaps the host's work; on the device
+    it runs between the kernels of the stream it is issued on)."""
+    prefetch: bool = False
+    """The loader copies the next batch on a stream of its own while this step computes (NVIDIA
+    DeepLearningExamples' PrefetchedWrapper: `with torch.cuda.stream(stream): next_input.cuda(non_blocking=True)`,
+    then `current_stream().wait_stream(stream)`; DALI's pipeline hands over batches already on the device): the
+    copy overlaps the device's work too, and only a copy longer than the step shows."""
     sync_points: int = 0
     """Host-device synchronizations per step the user's loop has (`.item()`, printing a tensor)."""
     include_transfer: bool = True
@@ -304,12 +310,12 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
             pageable = c.host_link_pageable_bytes_per_s or c.host_link_bytes_per_s / PAGEABLE_STAGING_COPIES
             transfer_s = nbytes / pageable
     if c.is_gpu:
-        copy_on_critical_path = 0.0 if opts.pinned else transfer_s
-        device_total = device_s + (transfer_s if opts.pinned else 0.0)
+        copy_on_critical_path = 0.0 if opts.pinned or opts.prefetch else transfer_s
+        copy_on_stream = transfer_s if opts.pinned and not opts.prefetch else 0.0
+        device_total = device_s + copy_on_stream
         if sync_points:
             # the syncs inside the step are in the pipeline (their host time), the loop's own at its end
-            step = (drained_pipeline_s(costs) + opts.sync_points * c.sync_s + copy_on_critical_path
-                    + (transfer_s if opts.pinned else 0))
+            step = drained_pipeline_s(costs) + opts.sync_points * c.sync_s + copy_on_critical_path + copy_on_stream
         else:
             # a copy from pageable memory is synchronous and stream-ordered: it starts once the kernels queued
             # before it (the previous step's) have finished and the host waits for it, so nothing overlaps it
