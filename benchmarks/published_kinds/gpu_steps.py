@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from benchmarks.published_kinds.record import Comparison, DatasetError, SourceBlock, first_error, source_blocks
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
-from roofline.model.fp32_math import DEFAULT_FP32_MATH, pytorch_fp32_math
+from roofline.model.fp32_math import DEFAULT_FP32_MATH, pytorch_fp32_math, pytorch_version
 from roofline.model.step import StepOptions, predict_step
 from roofline.workload.precision import get_precision
 from roofline.workload.zoo import build_workload, get_model
@@ -37,6 +37,9 @@ SYNC_POINTS_PER_STEP = 1
 torch.cuda.synchronize() per iteration, timm's benchmark.py reads CUDA-synchronized timestamps, Torch7's
 timer synchronizes cutorch."""
 GIB = 2**30
+FOREACH_DEFAULT_VERSION = (2, 1)
+"""torch.optim's optimizers run their foreach kernels by default on CUDA from PyTorch 2.1 on (pytorch/pytorch#92306,
+January 2023, and #95862, March 2023: before it, a model's nn.Parameters were not recognised and the for-loop ran)."""
 
 
 class GpuStepRow(BaseModel):
@@ -88,6 +91,15 @@ class GpuStepRow(BaseModel):
         return pytorch_fp32_math(self.pytorch, self.ngc_container).name if self.pytorch else DEFAULT_FP32_MATH
 
     @property
+    def optimizer_run(self) -> str:
+        """The optimizer as the row's PyTorch ran it: SGD with momentum is a Python loop over the parameters
+        before 2.1 (`roofline.model.step.OPTIMIZER_TRAFFIC`, 'momentum-unfused'), the foreach kernels after."""
+        optimizer = self.optimizer if self.optimizer not in (None, "none") else "sgd"
+        if optimizer == "momentum" and self.pytorch and pytorch_version(self.pytorch) < FOREACH_DEFAULT_VERSION:
+            return "momentum-unfused"
+        return optimizer
+
+    @property
     def published_step_s(self) -> float:
         return self.step_time_s if self.step_time_s is not None else self.batch / self.samples_per_s
 
@@ -104,9 +116,8 @@ def _predict(row: GpuStepRow) -> tuple[float, Any, str, str]:
     profile = find_profile(row.gpu, kind="gpu")
     workload = build_workload(row.model, row.batch, input_size=row.input_size, seq_len=row.seq_len)
     on_loader = row.data != "synthetic-device"
-    optimizer = row.optimizer if row.optimizer not in (None, "none") else "sgd"
-    opts = StepOptions(train=row.mode == "train", optimizer=optimizer, pinned=on_loader, include_transfer=on_loader,
-                       prefetch=row.data == "prefetched",
+    opts = StepOptions(train=row.mode == "train", optimizer=row.optimizer_run, pinned=on_loader,
+                       include_transfer=on_loader, prefetch=row.data == "prefetched",
                        channels_last=row.channels_last, sync_points=SYNC_POINTS_PER_STEP, fp32_math=row.fp32_math,
                        attention=row.attention, norm_reads=row.norm_reads,
                        forward_only=row.module_training)

@@ -40,10 +40,15 @@ OPTIMIZER_TRAFFIC = {
     # m / denom, weight_decay * w, update +=, lr * update, -update, w.add_: 12 kernels, each reading and writing
     # whole tensors (17 fp32 reads, 12 writes per parameter)
     "adam-unfused": (17, 12, 12, 12),
+    # SGD with momentum as torch.optim's single-tensor loop (`_single_tensor_sgd`, what SGD runs on CUDA before
+    # PyTorch 2.1 defaulted to the foreach path: pytorch/pytorch#92306 and #95862): per parameter d_p = g + wd * w
+    # (or Nesterov's g + mu * buf), buf.mul_(mu), buf.add_(d_p), w.add_(d_p, alpha=-lr): four kernels, each over
+    # whole tensors (7 fp32 reads, 4 writes)
+    "momentum-unfused": (7, 4, 6, 4),
 }
 """Per-parameter work of one optimizer update, from the update rules in torch.optim's single-tensor loops."""
 
-PER_TENSOR_OPTIMIZERS = frozenset({"adam-unfused"})
+PER_TENSOR_OPTIMIZERS = frozenset({"adam-unfused", "momentum-unfused"})
 """Optimizers that launch each of their kernels once per parameter tensor from Python (no foreach batching):
 their host time is one layer call's dispatch per kernel, not the measured foreach loop."""
 
