@@ -37,6 +37,8 @@ SYNC_POINTS_PER_STEP = 1
 torch.cuda.synchronize() per iteration, timm's benchmark.py reads CUDA-synchronized timestamps, Torch7's
 timer synchronizes cutorch."""
 GIB = 2**30
+SET_TO_NONE_DEFAULT_VERSION = (2, 0)
+"""`Optimizer.zero_grad(set_to_none=True)` became the default in PyTorch 2.0 (pytorch/pytorch#92731)."""
 FOREACH_DEFAULT_VERSION = (2, 1)
 """torch.optim's optimizers run their foreach kernels by default on CUDA from PyTorch 2.1 on (pytorch/pytorch#92306,
 January 2023, and #95862, March 2023: before it, a model's nn.Parameters were not recognised and the for-loop ran)."""
@@ -100,6 +102,11 @@ class GpuStepRow(BaseModel):
         return optimizer
 
     @property
+    def zero_grad_to_none(self) -> bool:
+        """zero_grad drops the gradients from PyTorch 2.0 on and zeroes them with a kernel each before it."""
+        return not self.pytorch or pytorch_version(self.pytorch) >= SET_TO_NONE_DEFAULT_VERSION
+
+    @property
     def published_step_s(self) -> float:
         return self.step_time_s if self.step_time_s is not None else self.batch / self.samples_per_s
 
@@ -118,6 +125,7 @@ def _predict(row: GpuStepRow) -> tuple[float, Any, str, str]:
     on_loader = row.data != "synthetic-device"
     opts = StepOptions(train=row.mode == "train", optimizer=row.optimizer_run, pinned=on_loader,
                        include_transfer=on_loader, prefetch=row.data == "prefetched",
+                       zero_grad_to_none=row.zero_grad_to_none,
                        channels_last=row.channels_last, sync_points=SYNC_POINTS_PER_STEP, fp32_math=row.fp32_math,
                        attention=row.attention, norm_reads=row.norm_reads,
                        forward_only=row.module_training)

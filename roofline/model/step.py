@@ -103,6 +103,10 @@ class StepOptions:
     attention: str = "fused"
     """How self-attention runs (`ATTENTION_PATHS`): one fused kernel (scaled_dot_product_attention), or the
     eager kernels of an implementation that writes the scores out (`with_eager_attention`)."""
+    zero_grad_to_none: bool = True
+    """`optimizer.zero_grad()` drops the gradients (set_to_none, the default from PyTorch 2.0 on: pytorch#92731);
+    False: it zeroes each gradient with a kernel of its own (`p.grad.zero_()`, the default before 2.0), one
+    launch and one fp32 write of every weight per step."""
     forward_only: bool = False
     """An inference-like step that runs the module in training mode: the forward pass alone, with BatchNorm's
     batch statistics and dropout on, and no backward or update (Torch7's cnn-benchmarks time `model:forward`
@@ -225,8 +229,8 @@ def _param_tensors(workload: Workload) -> int:
 
 
 def _bulk_cost(name: str, flops: float, read_b: float, written_b: float, launches: int,
-               c: Ceilings) -> OpCost:
-    """A memory-streaming pass over all parameters (optimizer update, AMP weight casts)."""
+               c: Ceilings, kind: str = "cast") -> OpCost:
+    """A memory-streaming pass over all parameters (optimizer update, gradient zeroing, AMP weight casts)."""
     nbytes = read_b + written_b
     memory_s = nbytes / c.dram.bandwidth_bytes_per_s
     compute_s = flops / c.vector_flops_per_s if c.vector_flops_per_s else 0.0
@@ -235,7 +239,7 @@ def _bulk_cost(name: str, flops: float, read_b: float, written_b: float, launche
     device_s = max(compute_s, memory_s, launch_s)
     bound = "overhead" if max(host_s, launch_s) > max(compute_s, memory_s) else (
         "compute" if compute_s > memory_s else "memory:DRAM")
-    return OpCost(name, "optimizer" if name == "optimizer" else "cast", "update", flops, nbytes, compute_s,
+    return OpCost(name, "optimizer" if name == "optimizer" else kind, "update", flops, nbytes, compute_s,
                   memory_s, host_s, device_s, bound, "vector", (), launches, c.is_gpu)
 
 
@@ -297,6 +301,12 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
                                 0.0, around, 0.0, "overhead", "host", (note,), 0, True))
         costs.append(opt)
         optimizer_s = opt.time_s
+        if not opts.zero_grad_to_none:
+            zeroing = _bulk_cost("zero_grad kernels", 0.0, 0.0, 4 * params, ptensors, c, kind="optimizer")
+            if c.is_gpu and opts.runtime:
+                zeroing = replace(zeroing, host_s=ptensors * c.dispatch_s_by_kind.get("elementwise", c.dispatch_s))
+            costs.append(zeroing)
+            optimizer_s += zeroing.time_s
     if amp:
         cast = _bulk_cost("amp weight casts", 0.0, params * precision.master_weight_bytes,
                           params * precision.storage_bytes, ptensors, c)
