@@ -238,6 +238,7 @@ def test_required_gpu_fields_are_present(stem):
 # 1.70 TB/s, ND H100 v5 2.97, ND H200 v5 4.15), cuBLASLt / torch.matmul of large aligned products
 PUBLISHED = {
     "v100-sxm2-16gb": (846.5 * G, {"fp16": 97.36 * T}),
+    "v100-sxm2-32gb": (846.5 * G, {"fp16": 97.36 * T}),
     "v100-pcie-16gb": (846.5 * G, {}),
     "a100-sxm4-40gb": (1376.7 * G, {}),
     "a100-sxm4-80gb": (1.70e12, {"fp16": 256.5 * T, "bf16": 271.2 * T}),
@@ -289,3 +290,39 @@ def test_a_calibration_of_this_gpu_outranks_the_published_measurements():
     c = ceilings_for(a100.model_copy(update={"measured": measured}), get_precision("fp16"))
     assert (c.matrix_flops_per_s, c.dram.bandwidth_bytes_per_s) == (240e12, 1.6e12)
     assert c.provenance["matrix_flops_per_s"] == c.provenance["dram_bandwidth"] == "measured"
+
+
+# stem: {dtype: torch.mm FLOP/s at 8192^3, or the best size where the source gives no sizes}, typed in from
+# zzc0721/torch-performance-test-data (issues 140, 108, 95, 42, 46, 78 and database.md at 9d82827): power-limited
+# boards fall furthest below the datasheet (H100 PCIe fp16 at 58% of 756, T4 at 65%), and GA102/AD102 CUDA cores
+# below their doubled fp32 peak (3090 at 70%, 4090 at 65%)
+PUBLISHED_GEMM = {
+    "v100-sxm2-16gb": {"fp32": 14.38 * T, "fp16": 97.36 * T},
+    "v100-sxm2-32gb": {"fp32": 14.38 * T, "fp16": 97.36 * T},
+    "a100-sxm4-80gb": {"fp32": 19.18 * T},
+    "a100-pcie-40gb": {"fp32": 17.56 * T, "tf32": 97.32 * T, "fp16": 197.51 * T, "bf16": 215.26 * T},
+    "h100-pcie-80gb": {"fp32": 36.95 * T, "tf32": 240.43 * T, "fp16": 437.07 * T, "bf16": 492.84 * T},
+    "t4": {"fp32": 4.35 * T, "fp16": 41.93 * T},
+    "rtx-a6000": {"fp32": 23.92 * T, "fp16": 120.49 * T, "bf16": 123.34 * T},
+    "rtx-3090": {"fp32": 24.79 * T},
+    "rtx-4090": {"fp32": 53.41 * T},
+}
+
+
+@pytest.mark.parametrize("stem", sorted(PUBLISHED_GEMM))
+def test_published_gemm_rates_price_the_products(stem):
+    from roofline.model.ceilings import ceilings_for
+    from roofline.workload.precision import get_precision
+
+    profile = load_profile(SHIPPED_DIR / "gpu" / f"{stem}.yaml")
+    for dtype, rate in PUBLISHED_GEMM[stem].items():
+        tensor = dtype in profile.tensor_cores
+        figure = profile.tensor_cores[dtype].sustained_flops_per_s if tensor else profile.sustained_flops_per_s[dtype]
+        assert figure is not None and figure.value == pytest.approx(rate)
+        assert figure.source.startswith("measured: ") and "https://" in figure.source
+        c = ceilings_for(profile, get_precision(dtype), runtime=None)
+        applied = c.matrix_flops_per_s if tensor else c.vector_flops_per_s
+        assert applied == pytest.approx(rate)
+        # a measurement stays below the datasheet's peak, and a large product reaches at least half of it
+        peak = profile.tensor_cores[dtype].dense_flops_per_s.value if tensor else profile.peak_flops_per_s[dtype].value
+        assert 0.5 < rate / peak < 1.0

@@ -80,6 +80,16 @@ def test_rows_run_fp32_where_their_software_put_it():
     assert eager > fused
 
 
+def test_rows_run_the_optimizer_their_pytorch_ran():
+    # torch.optim.SGD runs its per-parameter loop before PyTorch 2.1 (the foreach default: pytorch#92306, #95862)
+    rows = {row.id: row for _, row in gpu_steps.rows(yaml.safe_load(DATASET.read_text()))}
+    assert rows["dle-a100-80gb-amp-b256"].optimizer_run == "momentum-unfused"  # NGC 21.03, PyTorch 1.9
+    assert rows["timm-3090-train-resnet50"].optimizer_run == "momentum-unfused"  # PyTorch 1.12
+    later = rows["timm-3090-train-resnet50"].model_copy(update={"pytorch": "2.4"})
+    assert later.optimizer_run == "momentum"
+    assert rows["lambda-fp32-rtx3090-bert"].optimizer_run == "adam-unfused"
+
+
 def test_shipped_dataset_holds_out_whole_blocks_and_cites_every_source():
     data = yaml.safe_load(DATASET.read_text())
     assert data["kind"] == "gpu-steps" and data["holdout_rule"]

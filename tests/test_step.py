@@ -67,6 +67,27 @@ def test_momentum_and_adam_stream_more_state(v100):
     assert adam.optimizer_s > sgd.optimizer_s
 
 
+def test_looped_sgd_launches_four_kernels_per_parameter_tensor(v100):
+    foreach = step(v100, "fp32", train=True, optimizer="momentum")
+    looped = step(v100, "fp32", train=True, optimizer="momentum-unfused")
+    (opt,) = [o for o in looped.ops if o.kind == "optimizer"]
+    # 4 weight tensors x 4 kernels (d_p, buf.mul_, buf.add_, w.add_); 7 fp32 reads and 4 writes of every weight:
+    # 11 x 4 B x 67.1e6 / 900e9 = 3.28 ms, against the foreach path's 3 reads and 2 writes
+    assert opt.launches == 4 * LAYERS
+    assert opt.bytes == 11 * 4 * PARAMS
+    assert looped.optimizer_s == pytest.approx(11 * 4 * PARAMS / HBM, rel=1e-9)
+    assert foreach.optimizer_s == pytest.approx(5 * 4 * PARAMS / HBM, rel=1e-9)
+
+
+def test_zeroing_gradients_writes_every_weight_before_pytorch_2(v100):
+    dropped = step(v100, "fp32", train=True, optimizer="sgd")
+    zeroed = step(v100, "fp32", train=True, optimizer="sgd", zero_grad_to_none=False)
+    (kernels,) = [o for o in zeroed.ops if o.name == "zero_grad kernels"]
+    # p.grad.zero_() per weight tensor: 4 launches, 4 B x 67.1e6 written over 900e9 B/s = 0.298 ms
+    assert kernels.launches == LAYERS and kernels.bytes == 4 * PARAMS
+    assert zeroed.optimizer_s - dropped.optimizer_s == pytest.approx(4 * PARAMS / HBM, rel=1e-9)
+
+
 def test_gpu_host_and_device_overlap_cpu_adds(v100):
     # 100 tiny GEMMs: each 10 us of host dispatch, ~5 us of device launch floor on the GPU
     ops = [Gemm(f"g{i}", m=8, n=8, k=8) for i in range(100)]
@@ -108,6 +129,20 @@ def test_input_copy_pageable_serial_pinned_overlapped(v100):
     # waits for the queue and nothing overlaps it: max(host 10 us, device 5 us) + 2 ms
     assert pinned.step_time_s == pytest.approx(1e-3 + 5e-6)
     assert pageable.step_time_s == pytest.approx(2e-3 + 1e-5)
+
+
+def test_prefetched_copy_hides_under_the_step(v100):
+    # a 1 ms copy (15.75e6 B over PCIe 3 x16) beside 8 layers of 2 x 8192 x 4096^2 = 2.75e11 FLOP fp16 (2.2 ms
+    # each at 125e12): on a stream of its own the copy runs under the step's kernels and adds nothing
+    wl = deep_mlp(input_bytes=int(15.75e6))
+    alone = step(v100, "fp16", wl)
+    pinned = step(v100, "fp16", wl, include_transfer=True, pinned=True)
+    prefetched = step(v100, "fp16", wl, include_transfer=True, pinned=True, prefetch=True)
+    assert pinned.step_time_s == pytest.approx(alone.step_time_s + 1e-3)
+    assert prefetched.step_time_s == pytest.approx(alone.step_time_s)
+    # a copy longer than the step's work is what the step waits for: 1.575e9 B is 100 ms
+    tiny = Workload(name="tiny", batch=1, ops=[Gemm("g", m=8, n=8, k=8)], input_bytes=int(1.575e9))
+    assert step(v100, "fp32", tiny, include_transfer=True, pinned=True, prefetch=True).step_time_s == pytest.approx(0.1)
 
 
 def test_cpu_has_no_input_copy():
@@ -156,3 +191,20 @@ def test_bytes_a_step_writes_closed_form():
     # training adds 3 input gradients (the first layer's input needs none) and 4 weight gradients
     expected = (LAYERS + LAYERS - 1) * ROWS * WIDTH * 2 + LAYERS * WIDTH**2 * 4
     assert plan_step(ops, PASSES).written_bytes(2, 4) == expected
+
+
+def test_forward_of_a_training_mode_module_reads_batch_norm_twice(v100):
+    from roofline.workload.ops import BatchNorm
+
+    # one BatchNorm over 256 x 64 x 56 x 56 fp32 = 51.4e6 elements (205.5 MB): in eval mode one read and one
+    # write (2 x 205.5 MB); left in training mode its forward computes the batch statistics first, one more read
+    # (3 x 205.5 MB), and has no backward or update
+    norm = BatchNorm("bn", n=256, c=64, spatial=56 * 56)
+    workload = Workload(name="bn", batch=256, ops=[norm], input_bytes=0)
+    tensor = 256 * 64 * 56 * 56 * 4
+    evaluated = step(v100, "fp32", workload)
+    forward = step(v100, "fp32", workload, forward_only=True)
+    assert sum(o.bytes for o in evaluated.ops) == pytest.approx(2 * tensor, rel=1e-3)
+    assert sum(o.bytes for o in forward.ops) == pytest.approx(3 * tensor, rel=1e-3)
+    assert [o.pass_ for o in forward.ops] == ["forward"]
+    assert forward.optimizer_s == 0

@@ -4,7 +4,8 @@
 Each row is predicted with the settings it states, and only those; what a row does not state is set by one
 rule for every row, written here, never per row or per source:
 - data `synthetic-device` (inputs made on the GPU): no host-to-device copy; `loader`: the batch is copied from
-  pinned host memory each step (PyTorch loaders with pin_memory=True, as DeepLearningExamples uses);
+  pinned host memory each step on the compute stream; `prefetched`: the loader copies the next batch on a stream
+  of its own during the step (DeepLearningExamples' PrefetchedWrapper and DALI), so the copy overlaps it;
 - one host-device synchronization per step (SYNC_POINTS_PER_STEP);
 - optimizer `none` (forward and backward timed without an update): the predicted optimizer time is left out;
 - fp32 products on TF32 tensor cores as the row's PyTorch version and container do by default
@@ -21,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from benchmarks.published_kinds.record import Comparison, DatasetError, SourceBlock, first_error, source_blocks
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
-from roofline.model.fp32_math import DEFAULT_FP32_MATH, pytorch_fp32_math
+from roofline.model.fp32_math import DEFAULT_FP32_MATH, pytorch_fp32_math, pytorch_version
 from roofline.model.step import StepOptions, predict_step
 from roofline.workload.precision import get_precision
 from roofline.workload.zoo import build_workload, get_model
@@ -36,6 +37,11 @@ SYNC_POINTS_PER_STEP = 1
 torch.cuda.synchronize() per iteration, timm's benchmark.py reads CUDA-synchronized timestamps, Torch7's
 timer synchronizes cutorch."""
 GIB = 2**30
+SET_TO_NONE_DEFAULT_VERSION = (2, 0)
+"""`Optimizer.zero_grad(set_to_none=True)` became the default in PyTorch 2.0 (pytorch/pytorch#92731)."""
+FOREACH_DEFAULT_VERSION = (2, 1)
+"""torch.optim's optimizers run their foreach kernels by default on CUDA from PyTorch 2.1 on (pytorch/pytorch#92306,
+January 2023, and #95862, March 2023: before it, a model's nn.Parameters were not recognised and the for-loop ran)."""
 
 
 class GpuStepRow(BaseModel):
@@ -51,7 +57,7 @@ class GpuStepRow(BaseModel):
     batch: int = Field(ge=1)
     input_size: int | None = Field(default=None, ge=1)
     seq_len: int | None = Field(default=None, ge=1)
-    data: Literal["synthetic-device", "loader"]
+    data: Literal["synthetic-device", "loader", "prefetched"]
     channels_last: bool = False
     optimizer: Literal["sgd", "momentum", "adam", "adam-unfused", "none"] | None = None
     norm_reads: int = Field(default=0, ge=0)
@@ -60,6 +66,9 @@ class GpuStepRow(BaseModel):
     """The PyTorch version the source names (MAJOR.MINOR), None for another framework or none stated."""
     ngc_container: bool = False
     """Run inside an NVIDIA NGC PyTorch container (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1)."""
+    module_training: bool = False
+    """An inference row (a forward pass timed alone) whose module was left in training mode: BatchNorm's batch
+    statistics, dropout on (`roofline.model.step.StepOptions.forward_only`)."""
     attention: Literal["fused", "eager"] = "fused"
     """How the model's self-attention runs (`roofline.model.step.StepOptions.attention`)."""
     samples_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
@@ -74,12 +83,28 @@ class GpuStepRow(BaseModel):
             raise ValueError("give exactly one of input_size (images) or seq_len (tokens)")
         if (self.mode == "train") != (self.optimizer is not None):
             raise ValueError("training rows name their optimizer (sgd, momentum, adam, none); inference rows none")
+        if self.module_training and self.mode != "inference":
+            raise ValueError("module_training marks a forward pass timed alone: an inference row")
         return self
 
     @property
     def fp32_math(self) -> str:
         """The fp32 math mode the row's software ran in by default."""
         return pytorch_fp32_math(self.pytorch, self.ngc_container).name if self.pytorch else DEFAULT_FP32_MATH
+
+    @property
+    def optimizer_run(self) -> str:
+        """The optimizer as the row's PyTorch ran it: SGD with momentum is a Python loop over the parameters
+        before 2.1 (`roofline.model.step.OPTIMIZER_TRAFFIC`, 'momentum-unfused'), the foreach kernels after."""
+        optimizer = self.optimizer if self.optimizer not in (None, "none") else "sgd"
+        if optimizer == "momentum" and self.pytorch and pytorch_version(self.pytorch) < FOREACH_DEFAULT_VERSION:
+            return "momentum-unfused"
+        return optimizer
+
+    @property
+    def zero_grad_to_none(self) -> bool:
+        """zero_grad drops the gradients from PyTorch 2.0 on and zeroes them with a kernel each before it."""
+        return not self.pytorch or pytorch_version(self.pytorch) >= SET_TO_NONE_DEFAULT_VERSION
 
     @property
     def published_step_s(self) -> float:
@@ -97,11 +122,13 @@ def _predict(row: GpuStepRow) -> tuple[float, Any, str, str]:
     spec = get_model(row.model)
     profile = find_profile(row.gpu, kind="gpu")
     workload = build_workload(row.model, row.batch, input_size=row.input_size, seq_len=row.seq_len)
-    on_loader = row.data == "loader"
-    optimizer = row.optimizer if row.optimizer not in (None, "none") else "sgd"
-    opts = StepOptions(train=row.mode == "train", optimizer=optimizer, pinned=on_loader, include_transfer=on_loader,
+    on_loader = row.data != "synthetic-device"
+    opts = StepOptions(train=row.mode == "train", optimizer=row.optimizer_run, pinned=on_loader,
+                       include_transfer=on_loader, prefetch=row.data == "prefetched",
+                       zero_grad_to_none=row.zero_grad_to_none,
                        channels_last=row.channels_last, sync_points=SYNC_POINTS_PER_STEP, fp32_math=row.fp32_math,
-                       attention=row.attention, norm_reads=row.norm_reads)
+                       attention=row.attention, norm_reads=row.norm_reads,
+                       forward_only=row.module_training)
     pred = predict_step(workload, profile, get_precision(row.precision), opts)
     step_s = pred.step_time_s - (pred.optimizer_s if row.optimizer == "none" else 0.0)
     return step_s, pred, spec.family, profile.architecture.split()[0]
@@ -180,8 +207,9 @@ def legend(dataset: dict[str, Any]) -> list[str]:
         f"({sum(len(b.rows) for b in held)} rows).",
         f"Held-out rule (committed before any error was computed): {dataset.get('holdout_rule', 'not stated')}",
         "Predicted: `predict_step` with the shipped profiles, no calibration; each row's stated settings; inputs "
-        "from a loader copied from pinned memory each step, synthetic inputs not copied; one synchronization "
-        "per step; optimizer `none` rows leave the predicted update out.",
+        "from a loader copied from pinned memory each step (on a stream of their own where the loader prefetches), "
+        "synthetic inputs not copied; one synchronization per step; optimizer `none` rows leave the predicted "
+        "update out.",
         "",
         "Sources:",
     ]

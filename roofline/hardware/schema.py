@@ -320,6 +320,12 @@ class GpuProfile(_Device):
     """dtype -> dense peak and alignment; absent dtypes run on the CUDA cores."""
     peak_flops_per_s: dict[Dtype, PositiveFigure] = {}
     """Vendor-quoted non-tensor peaks (fp64, fp32, fp16 on CUDA cores), compared with derived."""
+    sustained_flops_per_s: dict[Dtype, PositiveFigure] = {}
+    """dtype -> a published measurement of a large product on the CUDA cores (IEEE fp32, no tensor cores),
+    source 'measured: ...': like `TensorCore.sustained_flops_per_s`, the clock the board holds under its power
+    limit and the library's efficiency on this chip (GA102 and AD102 issue their second fp32 datapath only
+    where no integer work competes for it, so their sgemm reaches 60-70% of the datasheet's doubled peak,
+    where GV100 reaches 90%). Applied like a calibrated peak when this machine has none."""
     host_link: HostLink
     interconnect: Interconnect | None = None
     tdp_watts: PositiveFigure | None = None

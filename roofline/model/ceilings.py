@@ -333,6 +333,9 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
             provenance["vector_flops_per_s"] = "measured"
     elif isinstance(profile, GpuProfile) and dtype in profile.tensor_cores:
         matrix_value, provenance["matrix_flops_per_s"] = sustained_matrix_rate(profile, dtype, runtime)
+    elif isinstance(profile, GpuProfile) and dtype in profile.sustained_flops_per_s:
+        vector_value = profile.sustained_flops_per_s[dtype].value
+        provenance["vector_flops_per_s"] = "published measurement"
     elif isinstance(profile, GpuProfile) and not measured and runtime:
         vector_value *= load_runtime(runtime).gemm_sustained_share.by_dtype.get(dtype, 1.0)
         provenance["vector_flops_per_s"] = "derived x measured library share"

@@ -57,7 +57,8 @@ def get_fp32_math(name: str) -> Fp32Math:
     return FP32_MATH[key]
 
 
-def _version(text: str) -> tuple[int, int]:
+def pytorch_version(text: str) -> tuple[int, int]:
+    """(major, minor) of a PyTorch version string ('1.12', '2.4.0')."""
     parts = text.strip().split(".")
     try:
         return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
@@ -69,7 +70,7 @@ def pytorch_fp32_math(version: str, ngc_container: bool = False) -> Fp32Math:
     """The mode a PyTorch `version` ("1.12", "2.4.0") runs fp32 in by default, inside an NGC container or not.
     Every NGC container that runs on an Ampere GPU has TF32 on for both (20.06, the first for the A100, shipped
     a 1.6 pre-release with it); before Ampere the mode changes nothing."""
-    v = _version(version)
+    v = pytorch_version(version)
     first, last = TF32_DEFAULT_VERSIONS
     if ngc_container:
         return FP32_MATH["tf32"]

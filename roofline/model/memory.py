@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from roofline.workload.ops.base import Num, Workload
 from roofline.workload.precision import Precision
 
-OPTIMIZER_STATE_PER_PARAM = {"sgd": 0, "momentum": 1, "adam": 2, "adam-unfused": 2}
+OPTIMIZER_STATE_PER_PARAM = {"sgd": 0, "momentum": 1, "momentum-unfused": 1, "adam": 2, "adam-unfused": 2}
 """fp32 state tensors per parameter: SGD none, momentum one buffer, Adam exp_avg and exp_avg_sq."""
 
 CUBLAS_WORKSPACE_BYTES = 8 * 4096 * 1024

@@ -40,10 +40,15 @@ OPTIMIZER_TRAFFIC = {
     # m / denom, weight_decay * w, update +=, lr * update, -update, w.add_: 12 kernels, each reading and writing
     # whole tensors (17 fp32 reads, 12 writes per parameter)
     "adam-unfused": (17, 12, 12, 12),
+    # SGD with momentum as torch.optim's single-tensor loop (`_single_tensor_sgd`, what SGD runs on CUDA before
+    # PyTorch 2.1 defaulted to the foreach path: pytorch/pytorch#92306 and #95862): per parameter d_p = g + wd * w
+    # (or Nesterov's g + mu * buf), buf.mul_(mu), buf.add_(d_p), w.add_(d_p, alpha=-lr): four kernels, each over
+    # whole tensors (7 fp32 reads, 4 writes)
+    "momentum-unfused": (7, 4, 6, 4),
 }
 """Per-parameter work of one optimizer update, from the update rules in torch.optim's single-tensor loops."""
 
-PER_TENSOR_OPTIMIZERS = frozenset({"adam-unfused"})
+PER_TENSOR_OPTIMIZERS = frozenset({"adam-unfused", "momentum-unfused"})
 """Optimizers that launch each of their kernels once per parameter tensor from Python (no foreach batching):
 their host time is one layer call's dispatch per kernel, not the measured foreach loop."""
 
@@ -68,7 +73,13 @@ class StepOptions:
     train: bool = False
     optimizer: str = "sgd"
     pinned: bool = False
-    """Input batch in pinned host memory, copied with non_blocking=True (overlaps compute)."""
+    """Input batch in pinned host memory, copied with non_blocking=True (overlaps the host's work; on the device
+    it runs between the kernels of the stream it is issued on)."""
+    prefetch: bool = False
+    """The loader copies the next batch on a stream of its own while this step computes (NVIDIA
+    DeepLearningExamples' PrefetchedWrapper: `with torch.cuda.stream(stream): next_input.cuda(non_blocking=True)`,
+    then `current_stream().wait_stream(stream)`; DALI's pipeline hands over batches already on the device): the
+    copy overlaps the device's work too, and only a copy longer than the step shows."""
     sync_points: int = 0
     """Host-device synchronizations per step the user's loop has (`.item()`, printing a tensor)."""
     include_transfer: bool = True
@@ -92,6 +103,14 @@ class StepOptions:
     attention: str = "fused"
     """How self-attention runs (`ATTENTION_PATHS`): one fused kernel (scaled_dot_product_attention), or the
     eager kernels of an implementation that writes the scores out (`with_eager_attention`)."""
+    zero_grad_to_none: bool = True
+    """`optimizer.zero_grad()` drops the gradients (set_to_none, the default from PyTorch 2.0 on: pytorch#92731);
+    False: it zeroes each gradient with a kernel of its own (`p.grad.zero_()`, the default before 2.0), one
+    launch and one fp32 write of every weight per step."""
+    forward_only: bool = False
+    """An inference-like step that runs the module in training mode: the forward pass alone, with BatchNorm's
+    batch statistics and dropout on, and no backward or update (Torch7's cnn-benchmarks time `model:forward`
+    of a module left in its default training mode). Meaningful with `train=False`."""
     alone: bool = False
     """The workload is one op called back to back on its own, as a script timing it in a loop calls it
     (`predict --op`), not a layer among others: its code, the dispatcher's paths and its data stay in the
@@ -212,8 +231,8 @@ def _param_tensors(workload: Workload) -> int:
 
 
 def _bulk_cost(name: str, flops: float, read_b: float, written_b: float, launches: int,
-               c: Ceilings) -> OpCost:
-    """A memory-streaming pass over all parameters (optimizer update, AMP weight casts)."""
+               c: Ceilings, kind: str = "cast") -> OpCost:
+    """A memory-streaming pass over all parameters (optimizer update, gradient zeroing, AMP weight casts)."""
     nbytes = read_b + written_b
     memory_s = nbytes / c.dram.bandwidth_bytes_per_s
     compute_s = flops / c.vector_flops_per_s if c.vector_flops_per_s else 0.0
@@ -222,7 +241,7 @@ def _bulk_cost(name: str, flops: float, read_b: float, written_b: float, launche
     device_s = max(compute_s, memory_s, launch_s)
     bound = "overhead" if max(host_s, launch_s) > max(compute_s, memory_s) else (
         "compute" if compute_s > memory_s else "memory:DRAM")
-    return OpCost(name, "optimizer" if name == "optimizer" else "cast", "update", flops, nbytes, compute_s,
+    return OpCost(name, "optimizer" if name == "optimizer" else kind, "update", flops, nbytes, compute_s,
                   memory_s, host_s, device_s, bound, "vector", (), launches, c.is_gpu)
 
 
@@ -245,7 +264,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     params = float(workload.params())
     amp = precision.master_weight_bytes > precision.storage_bytes
     weight_bytes = precision.storage_bytes
-    plan = plan_for(workload, opts.train)
+    plan = plan_for(workload, opts.train, opts.forward_only)
     reuse = params * weight_bytes + plan.written_bytes(precision.storage_bytes, weight_bytes)
     training_gpu = opts.train and c.is_gpu and opts.runtime is not None
     factor = load_runtime(opts.runtime).training_host_factor.value if training_gpu else 1.0
@@ -285,6 +304,12 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
                                 0.0, around, 0.0, "overhead", "host", (note,), 0, True))
         costs.append(opt)
         optimizer_s = opt.time_s
+        if not opts.zero_grad_to_none:
+            zeroing = _bulk_cost("zero_grad kernels", 0.0, 0.0, 4 * params, ptensors, c, kind="optimizer")
+            if c.is_gpu and opts.runtime:
+                zeroing = replace(zeroing, host_s=ptensors * c.dispatch_s_by_kind.get("elementwise", c.dispatch_s))
+            costs.append(zeroing)
+            optimizer_s += zeroing.time_s
     if amp:
         cast = _bulk_cost("amp weight casts", 0.0, params * precision.master_weight_bytes,
                           params * precision.storage_bytes, ptensors, c)
@@ -303,12 +328,12 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
             pageable = c.host_link_pageable_bytes_per_s or c.host_link_bytes_per_s / PAGEABLE_STAGING_COPIES
             transfer_s = nbytes / pageable
     if c.is_gpu:
-        copy_on_critical_path = 0.0 if opts.pinned else transfer_s
-        device_total = device_s + (transfer_s if opts.pinned else 0.0)
+        copy_on_critical_path = 0.0 if opts.pinned or opts.prefetch else transfer_s
+        copy_on_stream = transfer_s if opts.pinned and not opts.prefetch else 0.0
+        device_total = device_s + copy_on_stream
         if sync_points:
             # the syncs inside the step are in the pipeline (their host time), the loop's own at its end
-            step = (drained_pipeline_s(costs) + opts.sync_points * c.sync_s + copy_on_critical_path
-                    + (transfer_s if opts.pinned else 0))
+            step = drained_pipeline_s(costs) + opts.sync_points * c.sync_s + copy_on_critical_path + copy_on_stream
         else:
             # a copy from pageable memory is synchronous and stream-ordered: it starts once the kernels queued
             # before it (the previous step's) have finished and the host waits for it, so nothing overlaps it

@@ -69,10 +69,15 @@ def plan_step(ops: list[Op], passes: tuple[str, ...]) -> StepPlan:
     return StepPlan(ops, pairs, distinct, slot, activations, weights)
 
 
-def plan_for(workload: Workload, train: bool) -> StepPlan:
+def plan_for(workload: Workload, train: bool, forward_only: bool = False) -> StepPlan:
     """The plan of one training or inference step of `workload`, made once per workload and kept on it
-    (workloads are not changed after they are built, like their ops)."""
+    (workloads are not changed after they are built, like their ops). `forward_only`: the forward pass of the
+    module in training mode (BatchNorm's batch statistics, dropout on) and nothing after it."""
     plans = workload.__dict__.setdefault("_plans", {})
-    if train not in plans:
-        plans[train] = plan_step(workload.ops, PASSES) if train else plan_step(workload.inference_ops(), ("forward",))
-    return plans[train]
+    key = "train-forward" if forward_only else train
+    if key not in plans:
+        if forward_only:
+            plans[key] = plan_step(workload.ops, ("forward",))
+        else:
+            plans[key] = plan_step(workload.ops, PASSES) if train else plan_step(workload.inference_ops(), ("forward",))
+    return plans[key]
