@@ -308,3 +308,47 @@ def test_a_few_row_product_whose_weight_comes_from_dram_streams_at_the_surfaces_
     # read from DRAM (a decode step), it runs as the first measured size whose weight did not fit: 4096
     assert skinny_gemm_rate(view, c, cold_weight=True)[0] == pytest.approx(10e9)
     assert "weight from DRAM" in skinny_gemm_rate(view, c, cold_weight=True)[1]
+
+
+def test_a_one_row_product_from_dram_streams_at_its_weights_row_length(textbook):
+    from roofline.model.ceilings import row_rate
+    from roofline.model.gemm_cost import skinny_gemm_rate
+    from roofline.workload.ops import Linear
+
+    llc = 16 * 2**20
+    levels = (*textbook.levels[:-2], replace(textbook.levels[-2], capacity_bytes=llc), textbook.levels[-1])
+    rows = {"out_in": ((512, 10e9), (4096, 20e9)), "in_out": ((512, 12e9), (4096, 24e9))}
+    surface = ((1, 1024, 20e9), (1, 4096, 12e9), (4, 1024, 30e9), (4, 4096, 20e9))
+    c = replace(textbook, levels=levels, skinny_gemm=surface, gemv_rows=rows)
+    # log-linear in the row length: 1448 = sqrt(512 x 4096) lies halfway, sqrt(10e9 x 20e9) = 14.14e9
+    assert row_rate(rows["out_in"], 1448.15) == pytest.approx(14.142e9, rel=1e-3)
+    assert row_rate(rows["out_in"], 100) == 10e9 and row_rate(rows["out_in"], 10**5) == 20e9
+    # an LM head of 32768 rows of 512 (nn.Linear's (out, in)), from DRAM: the surface's DRAM point (12 GFLOP/s,
+    # a square weight stored (in, out) with rows of 4096) x 10 / 24 = 5 GFLOP/s
+    head = Linear("lm_head", batch=1, in_features=512, out_features=32768)
+    assert head.weight_rows() == ("out_in", 512)
+    view = head.gemm_views("forward")[0]
+    rate, note = skinny_gemm_rate(view, c, cold_weight=True, weight_rows=head.weight_rows())
+    assert rate == pytest.approx(12e9 * 10 / 24)
+    assert "512-element rows" in note
+    # the same weight stored (in, out) (GPT-2's Conv1D) has rows of 32768: 24 / 24 of the surface
+    conv1d = Linear("c_fc", batch=1, in_features=512, out_features=32768, weight_layout="in_out")
+    assert skinny_gemm_rate(view, c, True, conv1d.weight_rows())[0] == pytest.approx(12e9)
+    # four rows run other kernels than the row sweep timed: the surface alone prices them
+    four = Linear("lm_head", batch=4, in_features=512, out_features=32768).gemm_views("forward")[0]
+    assert skinny_gemm_rate(four, c, True, head.weight_rows())[0] == pytest.approx(20e9)
+
+
+def test_gpt2_stores_its_layer_weights_in_out_and_llama_out_in():
+    from roofline.workload.llm.builtins import get_config
+    from roofline.workload.llm.phases import decode
+    from roofline.workload.ops import Linear
+
+    def layouts(name: str) -> dict[str, str]:
+        return {s.op.name: s.op.weight_layout for s in decode(get_config(name), 1, 64, 1.0).steps
+                if isinstance(s.op, Linear)}
+
+    # transformers' GPT-2 Conv1D keeps (in, out); its LM head, and every Llama layer, are nn.Linear (out, in)
+    assert layouts("gpt2") == {"attn.c_attn": "in_out", "attn.o_proj": "in_out", "mlp.fc": "in_out",
+                               "mlp.proj": "in_out", "lm_head": "out_in"}
+    assert set(layouts("llama-3-8b").values()) == {"out_in"}

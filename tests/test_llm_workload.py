@@ -20,6 +20,7 @@ HF_KEYS = {
     "mixtral-8x7b": ("mixtral", {}),
     "qwen2.5-7b": ("qwen2", {}),
     "phi-3-mini": ("phi3", {}),
+    "tinyllama-1.1b": ("llama", {}),
 }
 
 
@@ -77,6 +78,7 @@ PUBLISHED_PARAMS = [
                                    "(printed truncated: 7,615,616,512)"),
     ("phi-3-mini", 3.8e9, 0.05e9, "Phi-3 technical report (arXiv 2404.14219): 'phi-3-mini, a 3.8 billion parameter "
                                   "language model'"),
+    ("tinyllama-1.1b", 1.1e9, 0.05e9, "TinyLlama paper (arXiv 2401.02385): 'a compact 1.1B language model'"),
 ]
 
 

@@ -32,6 +32,8 @@ CALIBRATED_FIGURES: tuple[CalibratedFigure, ...] = (
     CalibratedFigure("caches", "B/s", "both", "median per point", ("level",), "bandwidth_bytes_per_s"),
     CalibratedFigure("gemm_curves", "FLOP/s", "both", "median per point per key", ("n",), "flops_per_s"),
     CalibratedFigure("skinny_gemm_fp32", "FLOP/s", "both", "median per point", ("small", "other"), "flops_per_s"),
+    CalibratedFigure("gemv_rows_fp32", "B/s", "both", "median per point", ("layout", "row_elements"),
+                     "bytes_per_s"),
     CalibratedFigure("outer_gemm_fp32", "FLOP/s", "both", "median per point", ("small", "other"), "flops_per_s"),
     CalibratedFigure("conv_efficiency", "1", "both", "median per key"),
     CalibratedFigure("conv_efficiency_points", "1", "both", "median per point", ("key", "weight_share"),

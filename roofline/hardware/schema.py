@@ -172,6 +172,15 @@ class MeasuredSkinnyGemmPoint(_Strict):
     flops_per_s: Positive
 
 
+class MeasuredGemvRowPoint(_Strict):
+    """Bytes per second at which a one-row fp32 product streams a weight from DRAM, by how the weight is stored
+    ('out_in': nn.Linear's (out, in), rows of `in`; 'in_out': (in, out), rows of `out`) and its row length."""
+
+    layout: Literal["out_in", "in_out"]
+    row_elements: Count
+    bytes_per_s: Positive
+
+
 class MeasuredConvPoint(_Strict):
     """One calibration shape's convolution efficiency (see Measured.conv_efficiency) and the weight's share of
     the elements its forward pass reads and writes, the axis along which the cost model fits a kind's trend."""
@@ -200,6 +209,9 @@ class Measured(_Strict):
     skinny_gemm_fp32: Annotated[list[MeasuredSkinnyGemmPoint], Field(max_length=MAX_TABLE)] = []
     """fp32 products with a dimension of 1 to 64 (a small batch through a linear layer), which the square
     curve does not describe."""
+    gemv_rows_fp32: Annotated[list[MeasuredGemvRowPoint], Field(max_length=MAX_TABLE)] = []
+    """One-row products from DRAM by weight layout and row length: a GEMV pays per row of its weight, so a
+    wide weight of short rows (an LM head) streams slower than the square surface's (`gemm.row_sweep`)."""
     outer_gemm_fp32: Annotated[list[MeasuredSkinnyGemmPoint], Field(max_length=MAX_TABLE)] = []
     """fp32 (other x small) @ (small x other) products, inner dimension 1 to 64, output cold (a linear
     layer's weight gradient at a small batch): bound by writing the output, not by the few-rows surface."""

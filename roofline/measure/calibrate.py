@@ -28,6 +28,7 @@ from roofline.hardware.schema import (
     MeasuredCache,
     MeasuredConvPoint,
     MeasuredGemmPoint,
+    MeasuredGemvRowPoint,
     MeasuredSkinnyGemmPoint,
     Profile,
 )
@@ -393,6 +394,8 @@ def run(plan: Plan, profile: Profile, on_step: Callable[[str], None] = lambda _:
                           for p in probes.skinny],
         outer_gemm_fp32=[MeasuredSkinnyGemmPoint(small=p.small, other=p.other, flops_per_s=p.flops_per_s)
                          for p in probes.outer],
+        gemv_rows_fp32=[MeasuredGemvRowPoint(layout=p.layout, row_elements=p.row_elements, bytes_per_s=p.bytes_per_s)
+                        for p in probes.rows],
         conv_efficiency=conv.summary(conv_points),
         conv_efficiency_points=[MeasuredConvPoint(key=key, weight_share=share, efficiency=eff)
                                 for key, points in conv_points.items() for share, eff in points],

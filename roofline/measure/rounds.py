@@ -106,6 +106,8 @@ class RoundProbes:
     gemm: dict[str, list[Any]] = field(default_factory=dict)
     skinny: list[Any] = field(default_factory=list)
     outer: list[Any] = field(default_factory=list)
+    rows: list[Any] = field(default_factory=list)
+    """One-row products by the weight's layout and row length (`gemm.row_sweep`)."""
     conv: list[Any] = field(default_factory=list)
     kernel_rates: list[Any] = field(default_factory=list)
     dispatch: dict[str, Measurement] = field(default_factory=dict)
@@ -145,6 +147,8 @@ class RoundProbes:
                                                               self.llc_bytes), lambda p: (p.small, p.other))
         self.conv = _pool_conv(self.conv, [conv.measure(s, self.device, self.conv_budget_s * share)
                                            for s in self.conv_shapes])
+        self.rows = pool_points(self.rows, gemm.row_sweep(self.device, self.stream_budget_s * share),
+                                lambda p: (p.layout, p.row_elements))
         self.kernel_rates = pool_points(self.kernel_rates, kernels.streaming_rates(
             self.device, self.llc_bytes, self.stream_budget_s * share), lambda r: r.key)
         self.dispatch = pooled(self.dispatch, kernels.dispatch_by_kind(self.device, DISPATCH_BUDGET_S * share))
@@ -182,6 +186,7 @@ class RoundProbes:
         unsteady: dict[str, float] = {}
         self.gemm = {dtype: steady_points(items, unsteady) for dtype, items in self.gemm.items()}
         self.skinny, self.outer = steady_points(self.skinny, unsteady), steady_points(self.outer, unsteady)
+        self.rows = steady_points(self.rows, unsteady)
         self.kernel_rates = steady_points(self.kernel_rates, unsteady)
         self.conv = [replace(r, measurement=kept(r.measurement, unsteady), training=kept(r.training, unsteady))
                      for r in self.conv]
@@ -220,7 +225,7 @@ class RoundProbes:
     def measurements(self) -> list[Measurement]:
         """Every pooled measurement, for the calibration's warnings."""
         return [*(p.measurement for points in self.gemm.values() for p in points),
-                *(p.measurement for p in (*self.skinny, *self.outer, *self.kernel_rates)),
+                *(p.measurement for p in (*self.skinny, *self.outer, *self.rows, *self.kernel_rates)),
                 *(m for r in self.conv for m in (r.measurement, r.training)),
                 *self.dispatch.values(), *self.in_context.values(),
                 *(self.back_to_back.values() if self.device == "cpu" else ()),

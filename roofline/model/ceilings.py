@@ -65,6 +65,9 @@ class Ceilings:
     """Measured (small, other, FLOP/s) of (small x other) @ (other x other) products at this dtype (fp32)."""
     outer_gemm: tuple[tuple[int, int, float], ...] = ()
     """Measured (inner, other, FLOP/s) of (other x inner) @ (inner x other) products into a cold output (fp32)."""
+    gemv_rows: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
+    """Weight layout ('out_in', 'in_out') -> measured (row elements, bytes/s) of one-row fp32 products streaming a
+    weight from DRAM (`Measured.gemv_rows_fp32`), row lengths ascending."""
     conv_efficiency: dict[str, float] = field(default_factory=dict)
     conv_efficiency_fits: dict[str, ConvEfficiencyFit] = field(default_factory=dict)
     """Efficiency key -> its efficiency against the weight share, fitted to the calibration's shapes."""
@@ -194,6 +197,19 @@ def _solve3(matrix: list[list[float]], rhs: list[float]) -> list[float] | None:
     for r in (2, 1, 0):
         out[r] = (m[r][3] - sum(m[r][c] * out[c] for c in range(r + 1, 3))) / m[r][r]
     return out
+
+
+def row_rate(points: tuple[tuple[int, float], ...], row_elements: float) -> float:
+    """Bytes/s of a one-row product whose weight rows hold `row_elements`, interpolated in log(row) over the
+    measured points (`Ceilings.gemv_rows`) and held at their ends."""
+    x = min(max(row_elements, points[0][0]), points[-1][0])
+    hi = next(i for i, (row, _) in enumerate(points) if row >= x)
+    lo = max(hi - 1, 0)
+    (r0, b0), (r1, b1) = points[lo], points[hi]
+    if x in (r0, r1):
+        return b0 if x == r0 else b1
+    f = math.log(x / r0) / math.log(r1 / r0)
+    return math.exp((1 - f) * math.log(b0) + f * math.log(b1))
 
 
 def skinny_rate(surface: tuple[tuple[int, int, float], ...], small: float, other: float) -> float | None:
@@ -384,6 +400,9 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
         if measured and dtype == "fp32" else (),
         outer_gemm=tuple((p.small, p.other, p.flops_per_s) for p in measured.outer_gemm_fp32)
         if measured and dtype == "fp32" else (),
+        gemv_rows={layout: tuple(sorted((p.row_elements, p.bytes_per_s) for p in measured.gemv_rows_fp32
+                                        if p.layout == layout))
+                   for layout in {p.layout for p in measured.gemv_rows_fp32}} if measured and dtype == "fp32" else {},
         conv_efficiency=dict(measured.conv_efficiency) if measured else {},
         conv_efficiency_fits=fit_conv_efficiencies(measured.conv_efficiency_points) if measured else {},
         conv_fixed_s=dict(measured.conv_fixed_s) if measured else {},

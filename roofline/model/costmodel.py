@@ -38,6 +38,7 @@ from roofline.model.gemm_cost import QUANTIZATION_NOTE_RATIO, gemm_compute_s, ge
 from roofline.model.notes import Note
 from roofline.workload.ops.base import GemmView, Op
 from roofline.workload.ops.conv import Conv2d
+from roofline.workload.ops.gemm import Linear
 
 
 @dataclass
@@ -100,7 +101,8 @@ def _gemm_view_s(op: Op, view: GemmView, pass_: str, ctx: CostContext, call_s: f
     rate, path, why = gemm_rate(op, view, ctx)
     notes.extend(why)
     kind = conv_kind(op) if isinstance(op, Conv2d) else None
-    skinny = skinny_gemm_rate(view, c, cold_weight) if kind is None and not why else None
+    rows = op.weight_rows() if isinstance(op, Linear) and pass_ == "forward" else None
+    skinny = skinny_gemm_rate(view, c, cold_weight, rows) if kind is None and not why else None
     if skinny:
         # the surface was timed per torch call, dispatch included, which host_s charges already
         notes.append(Note("measured rate", skinny[1]))

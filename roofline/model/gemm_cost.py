@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import math
 
-from roofline.model.ceilings import Ceilings, skinny_rate
+from roofline.model.ceilings import Ceilings, row_rate, skinny_rate
 from roofline.model.context import CostContext
 from roofline.model.notes import Note
 from roofline.workload.ops.base import GemmView, Op
@@ -123,7 +123,8 @@ def _quantized(m: int, n: int, k: int, count: int, rate: float, units: int, is_g
     return best[1], best[2], best[3], best[4]
 
 
-def skinny_gemm_rate(view: GemmView, c: Ceilings, cold_weight: bool = False) -> tuple[float, str] | None:
+def skinny_gemm_rate(view: GemmView, c: Ceilings, cold_weight: bool = False,
+                     weight_rows: tuple[str, int] | None = None) -> tuple[float, str] | None:
     """The measured rate for a view whose smallest dimension a measured surface covers (1 to 64), at the
     geometric mean of the other two dimensions, with the note that says which; None otherwise. A short
     inner dimension (a weight gradient at a small batch) writes a large output from little work and has
@@ -133,7 +134,12 @@ def skinny_gemm_rate(view: GemmView, c: Ceilings, cold_weight: bool = False) -> 
     `cold_weight`: the weight comes from DRAM in this step (a decode step reads every weight once). The
     surface's points were timed back to back, so those whose weight fits the last-level cache read it from
     there; such a product is read at least at the first size whose weight did not fit (measured here: a
-    1-row product streams a 67 MB weight at 22 GB/s against a 31 GB/s copy, and a 4 MB one from cache at 45)."""
+    1-row product streams a 67 MB weight at 22 GB/s against a 31 GB/s copy, and a 4 MB one from cache at 45).
+    `weight_rows` (the weight's layout and row length, `Linear.weight_rows`): a one-row product from DRAM is
+    scaled by the measured one-row rate at its rows over the rate at the surface point's (square weight stored
+    (in, out), rows as long as it is wide), because a GEMV pays per row of its weight (`Ceilings.gemv_rows`).
+    Products of several rows run other kernels, which the row sweep did not time: the surface alone prices
+    them."""
     small = min(view.m, view.n, view.k)
     outer = view.k == small and view.k < min(view.m, view.n) and bool(c.outer_gemm)
     surface = c.outer_gemm if outer else c.skinny_gemm
@@ -150,4 +156,11 @@ def skinny_gemm_rate(view: GemmView, c: Ceilings, cold_weight: bool = False) -> 
         return None
     what = f"inner dimension {small}: measured outer-product" if outer else f"{small}-row product: measured skinny-GEMM"
     where = " (weight from DRAM)" if cold_weight and not outer else ""
+    one_row = small == 1 and not outer
+    rows = c.gemv_rows.get(weight_rows[0]) if weight_rows and cold_weight and one_row else None
+    square = c.gemv_rows.get("in_out")
+    if rows and square:
+        factor = row_rate(rows, weight_rows[1]) / row_rate(square, other)  # type: ignore[index]
+        rate *= factor
+        where += f", {weight_rows[1]}-element rows {factor:.2f}x the square weight's"  # type: ignore[index]
     return rate, f"{what} rate {rate / 1e9:.3g} GFLOP/s{where}"

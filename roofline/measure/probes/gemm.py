@@ -179,6 +179,51 @@ def skinny_sweep(device: str = "cpu", budget_s: float = 0.2, smalls: Sequence[in
     return [SkinnyPoint(small, other, m) for (small, other), m in interleaved(timers).items()]
 
 
+ROW_ELEMENTS = (256, 512, 1024, 4096)
+"""Row lengths (fp32 elements) of the weight a one-row product streams in `row_sweep`."""
+ROW_SWEEP_ELEMENTS = SKINNY_OTHER[-1] ** 2
+"""Every row-sweep weight holds as many elements as the skinny surface's largest (4096^2 fp32, 64 MiB), so the
+two agree where their rows do and the weight comes from DRAM as a decode step's does."""
+WEIGHT_LAYOUTS = ("out_in", "in_out")
+"""How a layer stores its weight: nn.Linear's (out, in), read by F.linear one row of `in` elements per output;
+or (in, out), a product x @ W as GPT-2's Conv1D runs it, one row of `out` elements per input element."""
+
+
+@dataclass(frozen=True)
+class RowPoint:
+    layout: str
+    row_elements: int
+    measurement: Measurement
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.measurement.rate
+
+
+def row_sweep(device: str = "cpu", budget_s: float = 0.2) -> list[RowPoint]:
+    """A one-row product streaming a 64 MiB fp32 weight, in both layouts, at each row length: the weight's bytes
+    per second. The skinny surface times square weights, whose rows are as long as the product is wide, but a
+    decode step's weights are not square: an LM head of 50257 x 768 is 50257 rows of 768. A GEMV's kernel pays
+    a cost per row beside the bytes (measured on this project's 2-core VM from DRAM: 10.7 GB/s with rows of
+    512 against 20.3 with rows of 4096, F.linear; 11.9 against 24.0, x @ W), so the row length is measured
+    rather than assumed."""
+    import torch
+
+    sync = torch.cuda.synchronize if device == "cuda" else None
+    product = {"out_in": torch.nn.functional.linear, "in_out": torch.mm}
+    timers = {}
+    for layout in WEIGHT_LAYOUTS:
+        for row in ROW_ELEMENTS:
+            other = ROW_SWEEP_ELEMENTS // row
+            # (out, in) weight: one output per row of `row` inputs; (in, out): one input element per row
+            x = torch.randn(1, row if layout == "out_in" else other, device=device)
+            w = torch.randn(other, row, device=device)
+            timers[layout, row] = Timer(lambda f=product[layout], x=x, w=w: f(x, w),
+                                        label=f"torch fp32 gemv {layout} rows of {row}",
+                                        work=4.0 * ROW_SWEEP_ELEMENTS, work_unit="B", budget_s=budget_s, sync=sync)
+    return [RowPoint(layout, row, m) for (layout, row), m in interleaved(timers).items()]
+
+
 OUTER_INNER = (1, 8, 64)
 OUTER_SIDE = (512, 2048)
 """The short-inner-dimension surface: (o x k) @ (k x o) for k from 1 to 64 (a linear layer's weight gradient

@@ -53,6 +53,10 @@ BUILTINS: dict[str, DecoderConfig] = {c.name: c for c in (
                   source="Qwen/Qwen2.5-7B-Instruct config.json (hidden 3584, 28 layers, 28 heads, 4 KV heads, "
                          "intermediate 18944, vocab 152064, untied), read in a verbatim copy in a public "
                          "benchmark file; Qwen2-7B has the same shape"),
+    DecoderConfig("tinyllama-1.1b", 2048, 22, 32, 4, 5632, 32000, 2048,
+                  source="huggingface.co/TinyLlama/TinyLlama-1.1B-Chat-v1.0 config.json (hidden 2048, 22 layers, "
+                         "32 heads, 4 KV heads, intermediate 5632, vocab 32000, 2048 positions, untied): the "
+                         "~1B Llama shape this project times live on a CPU"),
     DecoderConfig("phi-3-mini", 3072, 32, 32, 32, 8192, 32064, 4096,
                   source=f"{GPT_FAST}3784a85ff8a78d7f8c7478f8f491200bc0e9082c/phi-3/model.py "
                          "transformer_configs['Phi-3-mini-4k-instruct']"),
@@ -60,7 +64,8 @@ BUILTINS: dict[str, DecoderConfig] = {c.name: c for c in (
 
 ALIASES = {"gpt2-small": "gpt2", "gpt-2": "gpt2", "llama2-7b": "llama-2-7b", "llama3-8b": "llama-3-8b",
            "mistral": "mistral-7b", "mixtral": "mixtral-8x7b", "qwen2-7b": "qwen2.5-7b", "qwen2.5": "qwen2.5-7b",
-           "phi3-mini": "phi-3-mini", "llama3.1-8b": "llama-3.1-8b"}
+           "phi3-mini": "phi-3-mini", "llama3.1-8b": "llama-3.1-8b",
+           "tinyllama": "tinyllama-1.1b"}
 
 
 def is_llm(model: str) -> bool:

@@ -107,6 +107,13 @@ def tensor_parallel_heads(cfg: DecoderConfig, tp: int) -> tuple[int, int]:
     return cfg.heads // tp, max(1, cfg.kv_heads // tp)
 
 
+def weight_layout(cfg: DecoderConfig) -> str:
+    """How the model stores its layers' weights: GPT-2's Conv1D keeps (in, out) and computes
+    addmm(bias, x, weight) (transformers' pytorch_utils.Conv1D); every other family here uses nn.Linear's
+    (out, in). Its LM head is an nn.Linear in both."""
+    return "in_out" if cfg.learned_positions else "out_in"
+
+
 def _mlp(cfg: DecoderConfig, batch: int, tokens: int, tp: int = 1) -> list[Op]:
     """The MLP of one of `tp` ranks: the first matrices split by columns, the last by rows (Megatron-LM)."""
     rows = batch * tokens
@@ -130,9 +137,12 @@ def _mlp(cfg: DecoderConfig, batch: int, tokens: int, tp: int = 1) -> list[Op]:
                 Activation("mlp.act", numel=rows * i, fn="silu"),
                 Elementwise("mlp.gate_mul", numel=rows * i, inputs=2, op="mul"),
                 Linear("mlp.down", batch=batch, in_features=i, out_features=h, bias=cfg.bias, tokens=tokens)]
-    return [Linear("mlp.fc", batch=batch, in_features=h, out_features=i, bias=cfg.bias, tokens=tokens),
+    stored = weight_layout(cfg)
+    return [Linear("mlp.fc", batch=batch, in_features=h, out_features=i, bias=cfg.bias, tokens=tokens,
+                   weight_layout=stored),
             Activation("mlp.act", numel=rows * i, fn="gelu"),
-            Linear("mlp.proj", batch=batch, in_features=i, out_features=h, bias=cfg.bias, tokens=tokens)]
+            Linear("mlp.proj", batch=batch, in_features=i, out_features=h, bias=cfg.bias, tokens=tokens,
+                   weight_layout=stored)]
 
 
 def eager_kernels(cfg: DecoderConfig, op: Op) -> tuple[int, int, int]:
@@ -205,7 +215,7 @@ def layer_ops(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_elem
     ops: list[Op] = [LayerNorm("attn.norm", rows=rows, features=h)]
     if cfg.learned_positions:
         ops.append(Linear("attn.c_attn", batch=batch, in_features=h, out_features=q + 2 * kv, bias=qkv_bias,
-                          tokens=tokens))
+                          tokens=tokens, weight_layout=weight_layout(cfg)))
     else:
         ops += [
             Linear("attn.q_proj", batch=batch, in_features=h, out_features=q, bias=qkv_bias, tokens=tokens),
@@ -217,7 +227,8 @@ def layer_ops(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_elem
                 Elementwise("attn.rope_k", numel=rows * kv, inputs=3, op="mul")]
     ops += [
         *_attention(cfg, batch, tokens, context, kv_element_ratio, heads, kv_heads, layout.static_cache),
-        Linear("attn.o_proj", batch=batch, in_features=q, out_features=h, bias=cfg.bias, tokens=tokens),
+        Linear("attn.o_proj", batch=batch, in_features=q, out_features=h, bias=cfg.bias, tokens=tokens,
+               weight_layout=weight_layout(cfg)),
         Elementwise("attn.residual", numel=rows * h, inputs=2, op="add"),
         LayerNorm("mlp.norm", rows=rows, features=h),
         *_mlp(cfg, batch, tokens, tp),

@@ -65,7 +65,8 @@ class Linear(Op):
     The bias add (m n FLOPs) is fused into the GEMM epilogue by cuBLAS/oneDNN: counted in flops(), not a launch.
     A `tied` layer multiplies by a weight another op owns (GPT-2's lm_head reuses the token embedding): it
     computes and back-propagates the same, but the parameters, their gradient and optimizer state are counted
-    once, with the owner.
+    once, with the owner. `weight_layout` is how the weight is stored: nn.Linear's (out, in), or (in, out) as
+    GPT-2's Conv1D keeps it; the FLOPs and bytes are the same, the rows a few-row product streams are not.
     """
 
     batch: Num
@@ -74,11 +75,19 @@ class Linear(Op):
     bias: bool = True
     tokens: Num = 1
     tied: bool = False
+    weight_layout: str = "out_in"
     kind: str = field(init=False, default="gemm")
 
     def __post_init__(self) -> None:
         positive(batch=self.batch, in_features=self.in_features, out_features=self.out_features,
                  tokens=self.tokens)
+        if self.weight_layout not in ("out_in", "in_out"):
+            raise ValueError(f"{self.name}: weight_layout '{self.weight_layout}': expected out_in or in_out")
+
+    def weight_rows(self) -> tuple[str, int]:
+        """(layout, elements per stored row) of the weight: rows of `in_features` for (out, in), of
+        `out_features` for (in, out)."""
+        return self.weight_layout, self.in_features if self.weight_layout == "out_in" else self.out_features
 
     @property
     def rows(self) -> Num:
