@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 LIMIT = 0.10
-IDENTITY_KEYS = ("key", "n", "small", "other", "level", "weight_share")
+IDENTITY_KEYS = ("key", "n", "small", "other", "level", "weight_share", "layout", "row_elements")
 """Fields that name a point of a measured table rather than measure it."""
 
 
@@ -110,6 +110,10 @@ def _probes_of(figure: str) -> set[str]:
         return {f"torch fp32 gemm {point['small']}x{point['other']}x{point['other']}"}
     if table.startswith("outer_gemm_fp32"):
         return {f"torch fp32 gemm {point['other']}x{point['small']}x{point['other']}"}
+    if table.startswith("gemv_rows_fp32"):
+        return {f"torch fp32 gemv {point['layout']} rows of {point['row_elements']}"}
+    if table == "framework_dispatch_s":
+        return {"framework dispatch (tiny add)"}
     if table == "kernel_bytes_per_s":
         return {f"kernel {rest}"}
     if table == "dispatch_s_by_kind":
