@@ -1,6 +1,6 @@
 """The data-parallel libraries a published run names, as the mechanisms this model prices for each: how it
-groups gradients into all-reduces, which ring its collectives take, and how long a ready gradient waits for
-the library to launch its all-reduce.
+groups gradients into all-reduces, which ring its collectives take, which all-reduce algorithms its NCCL
+has, and how long a ready gradient waits for the library to launch its all-reduce.
 
 A library is data, not a branch in the step model: `predict_data_parallel` takes the grouping, the fabric and
 the wait, whichever library they came from.
@@ -24,6 +24,18 @@ from the first release (horovod/horovod@64317537, 2017), then HOROVOD_CYCLE_TIME
 (horovod/horovod@92454dae:horovod/common/operations.cc, 2018), until v0.21.0 'Changed default cycle time from
 5ms to 1ms' (#2468, November 2020)."""
 
+NCCL_TREE_SINCE = (2, 4)
+"""The first NCCL with a tree all-reduce: 2.4.2-1, 'Add tree algorithms for allreduce to improve performance at
+scale' (NVIDIA/nccl@1450d42675be325cd3b7a684d4b231eedceb22fb, December 2018). Every earlier NCCL all-reduce,
+NCCL 1's included ('implemented using ring algorithms', NVIDIA/nccl@ccfc4567:README.md), ran on rings."""
+
+
+def nccl_algorithm(version: str) -> str:
+    """The all-reduce choice a NCCL release makes: rings only before 2.4, NCCL's tuner between ring and tree
+    ('auto', `collectives.nccl_allreduce_s`) from 2.4 on."""
+    major, minor = (int(part) for part in version.split(".")[:2])
+    return "ring" if (major, minor) < NCCL_TREE_SINCE else "auto"
+
 
 @dataclass(frozen=True)
 class Library:
@@ -35,6 +47,8 @@ class Library:
     """Period of a background loop that launches all-reduces only when it wakes; 0 launches at once."""
     overlaps_backward: bool = True
     """Whether an all-reduce can start while the backward that produces later gradients still runs."""
+    algorithm: str = "auto"
+    """The all-reduce algorithm its NCCL runs (`nccl_algorithm`): 'ring' for a NCCL before 2.4."""
 
     @property
     def launch_wait_s(self) -> float:
@@ -47,7 +61,7 @@ LIBRARIES: dict[str, Library] = {
     "horovod": Library("horovod", cycle_s=HOROVOD_CYCLE_S),
     "apex-ddp-unbucketed": Library("unbucketed"),
     "paddle-fleet": Library("ddp"),
-    "tf-replicated-nccl": Library("per-tensor", ring="nccl1", overlaps_backward=False),
+    "tf-replicated-nccl": Library("per-tensor", ring="nccl1", overlaps_backward=False, algorithm="ring"),
 }
 """PaddlePaddle's fused all-reduce was not read from a source: priced as DDP's buckets.
 
