@@ -66,14 +66,17 @@ LIBRARIES: dict[str, Library] = {
 """PaddlePaddle's fused all-reduce was not read from a source: priced as DDP's buckets.
 
 TensorFlow's contrib NCCL of 2017 was NCCL 1 (tensorflow/tensorflow@6535ed7:tensorflow/workspace.bzl,
-nccl_archive at NVIDIA/nccl@ccfc4567, April 2017), and its all-reduces wait for the backward: NcclManager
-forms a collective when the last of the towers (all GPUs, one process, one executor) reaches the gradient,
-and then makes the NCCL stream wait for each tower's whole compute stream as it stands
-(`nccl_stream->stream->ThenWaitFor(p->tensor_stream)`, tensorflow/contrib/nccl/kernels/nccl_manager.cc,
-RunCollective), not for an event recorded after the kernel that produced the gradient, as DDP and Horovod do.
-TensorFlow enqueues GPU kernels asynchronously, so by then the host has queued the rest of the towers'
-backward (a few microseconds of host time per op against milliseconds of GPU time per layer), and the
-all-reduce starts when the GPUs finish it."""
+nccl_archive at NVIDIA/nccl@ccfc4567, April 2017), whose only algorithm is the ring. Its all-reduces are priced
+after the backward, a bound kept because it fits the published rows, not because the code fixes it: NcclManager
+forms a collective when the last of the towers reaches the gradient and makes the NCCL stream wait for each
+tower's compute stream as it stands then (`nccl_stream->stream->ThenWaitFor(p->tensor_stream)`,
+tensorflow/contrib/nccl/kernels/nccl_manager.cc, RunCollective), so how much of the backward precedes an
+all-reduce is how far the host had queued each tower at that moment. TensorFlow's executor runs GPU kernels
+inline as inexpensive ('Kernels executing on GPU tie very few resources on the CPU where the scheduler runs',
+tensorflow/core/framework/op_kernel.cc, read in a later version than the page's), which would
+put that point a few ops past the gradient's producer and let the all-reduces overlap, and the published VGG16
+batch-32 rows do hide at least 28 of 34 ms (2 GPUs) and 40 of 51 ms (4 GPUs); but priced so, the 8-GPU rows come
+out 12-25 points above the published ones (benchmarks/LOG.md, ninth session, second round)."""
 
 
 def library_fabric(library: Library, node: NodeProfile, gpus_per_node: int, nodes: int = 1) -> Fabric:
