@@ -32,12 +32,15 @@ def measured_single_step_s(row: dict[str, Any]) -> float | None:
 
 def library_for(source: dict[str, Any]) -> Any:
     """The source's all-reduce library (roofline.model.comm.libraries.LIBRARIES), with the Horovod cycle time
-    the source's own scripts set and the algorithms of the NCCL release it ran, where the source names them."""
+    the source's own scripts set, the algorithms of the NCCL release it ran, and TensorFlow's XLA
+    auto-clustering, where the source names them."""
     from dataclasses import replace
 
-    from roofline.model.comm.libraries import LIBRARIES, nccl_algorithm
+    from roofline.model.comm.libraries import LIBRARIES, nccl_algorithm, under_xla_autoclustering
 
     library = LIBRARIES[source["allreduce"]]
+    if source.get("xla_autoclustering"):
+        library = under_xla_autoclustering(library)
     if "horovod_cycle_time_ms" in source:
         library = replace(library, cycle_s=source["horovod_cycle_time_ms"] * 1e-3)
     if "nccl_version" in source:

@@ -135,3 +135,27 @@ def test_ring_only_nccl_pays_the_ring_latency_over_many_nodes():
     assert allreduce_s(nbytes, fabric, "ring") == pytest.approx(ring)
     assert allreduce_s(nbytes, fabric, "auto") == pytest.approx(min(ring, tree_allreduce_s(nbytes, fabric)))
     assert allreduce_s(nbytes, fabric, "auto") < allreduce_s(nbytes, fabric, "ring")
+
+
+def test_xla_autoclustering_starts_every_all_reduce_after_the_backward_and_its_wait():
+    # Horovod under XLA auto-clustering: the gradients all appear when the backward ends; the first group waits
+    # half a cycle (2.5 ms) and the groups then run back to back, so the step is one GPU's + 2.5 ms + all of them
+    from roofline.hardware import find_profile
+    from roofline.model.comm.data_parallel import predict_data_parallel
+    from roofline.model.comm.libraries import under_xla_autoclustering
+    from roofline.model.step import StepOptions, predict_step
+    from roofline.workload.precision import get_precision
+    from roofline.workload.zoo import build_workload
+
+    library = under_xla_autoclustering(LIBRARIES["horovod"])
+    assert not library.overlaps_backward and library.grouping == "horovod" and library.cycle_s == HOROVOD_CYCLE_S
+    node = find_node("dgx-1-v100")
+    w = build_workload("resnet50", 32)
+    single = predict_step(w, find_profile(node.gpu, kind="gpu"), get_precision("fp32"), StepOptions(train=True))
+    dp = predict_data_parallel(w, single, library_fabric(library, node, 8), 4, grouping=library.grouping,
+                               overlap=library.overlaps_backward, launch_wait_s=library.launch_wait_s)
+    assert dp.buckets[0].start_s == pytest.approx(dp.backward_s + HOROVOD_CYCLE_S / 2)
+    assert dp.exposed_communication_s == pytest.approx(HOROVOD_CYCLE_S / 2 + dp.communication_s)
+    overlapped = predict_data_parallel(w, single, library_fabric(library, node, 8), 4, grouping=library.grouping,
+                                       launch_wait_s=library.launch_wait_s)
+    assert overlapped.exposed_communication_s < dp.exposed_communication_s

@@ -8,7 +8,7 @@ the wait, whichever library they came from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from roofline.hardware.fabric_load import find_link
@@ -77,6 +77,18 @@ tensorflow/core/framework/op_kernel.cc, read in a later version than the page's)
 put that point a few ops past the gradient's producer and let the all-reduces overlap, and the published VGG16
 batch-32 rows do hide at least 28 of 34 ms (2 GPUs) and 40 of 51 ms (4 GPUs); but priced so, the 8-GPU rows come
 out 12-25 points above the published ones (benchmarks/LOG.md, ninth session, second round)."""
+
+
+def under_xla_autoclustering(library: Library) -> Library:
+    """The library as TensorFlow runs it with XLA auto-clustering on (`global_jit_level = ON_1`): every all-reduce
+    after the backward. The clusters compile the backward into a few XLA launches whose gradients all appear when
+    a launch ends, so Horovod's all-reduces, which XLA cannot compile, wait for them: with XLA on, a profile shows
+    no compute and communication overlap where it showed good overlap without (horovod/horovod#1283, TensorFlow
+    1.14 and Horovod 0.16.4; tensorflow/tensorflow#32808, NGC 19.03), and an NVIDIA engineer answering the same
+    report for DeepLearningExamples' BERT: 'Clustering still has some issues due to loss of concurrency. To fix
+    them, we need to make some structural change to Tensorflow' (NVIDIA/DeepLearningExamples#156, September
+    2019)."""
+    return replace(library, overlaps_backward=False)
 
 
 def library_fabric(library: Library, node: NodeProfile, gpus_per_node: int, nodes: int = 1) -> Fabric:
