@@ -32,14 +32,19 @@ def measured_single_step_s(row: dict[str, Any]) -> float | None:
 
 def library_for(source: dict[str, Any]) -> Any:
     """The source's all-reduce library (roofline.model.comm.libraries.LIBRARIES), with the Horovod cycle time
-    the source's own scripts set where they set one."""
+    the source's own scripts set, the algorithms of the NCCL release it ran, and TensorFlow's XLA
+    auto-clustering, where the source names them."""
     from dataclasses import replace
 
-    from roofline.model.comm.libraries import LIBRARIES
+    from roofline.model.comm.libraries import LIBRARIES, nccl_algorithm, under_xla_autoclustering
 
     library = LIBRARIES[source["allreduce"]]
+    if source.get("xla_autoclustering"):
+        library = under_xla_autoclustering(library)
     if "horovod_cycle_time_ms" in source:
         library = replace(library, cycle_s=source["horovod_cycle_time_ms"] * 1e-3)
+    if "nccl_version" in source:
+        library = replace(library, algorithm=nccl_algorithm(source["nccl_version"]))
     return library
 
 
@@ -64,7 +69,7 @@ def predicted_efficiency(row: dict[str, Any], source: dict[str, Any]) -> float:
     if measured is not None:
         single = at_measured_step(single, measured)
     return predict_data_parallel(workload, single, fabric, precision.master_weight_bytes, grouping=library.grouping,
-                                 launch_wait_s=library.launch_wait_s,
+                                 algorithm=library.algorithm, launch_wait_s=library.launch_wait_s,
                                  overlap=library.overlaps_backward).scaling_efficiency
 
 
@@ -92,7 +97,8 @@ def compare_scaling(dataset: Path = DATASET) -> dict[str, Any]:
         library = library_for(source)
         rows.append({**row, "held_out": source["held_out"], "measured_efficiency": measured,
                      "predicted_efficiency": predicted, "error_points": 100 * (predicted - measured),
-                     "grouping": library.grouping, "ring": library.ring, "launch_wait_s": library.launch_wait_s,
+                     "grouping": library.grouping, "ring": library.ring, "algorithm": library.algorithm,
+                     "launch_wait_s": library.launch_wait_s,
                      "overlaps_backward": library.overlaps_backward,
                      "single_step_s": measured_single_step_s(row)})
     bus = [{**row, "predicted_bus_bandwidth_bytes_per_s": predicted_bus_bandwidth(row),

@@ -113,3 +113,49 @@ def test_predict_gpus_takes_the_library():
     assert nccl1["scaling_efficiency"] < ddp["scaling_efficiency"]
     bad = run("--library", "mpi")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_nccl_before_2_4_runs_rings_only():
+    from roofline.model.comm.libraries import nccl_algorithm
+
+    assert nccl_algorithm("2.1.15") == "ring" and nccl_algorithm("2.3") == "ring"
+    assert nccl_algorithm("2.4.2") == "auto" and nccl_algorithm("2.18.1") == "auto"
+    assert LIBRARIES["tf-replicated-nccl"].algorithm == "ring"
+
+
+def test_ring_only_nccl_pays_the_ring_latency_over_many_nodes():
+    # 512 ranks over 128 nodes: a ring all-reduce has 2 x 511 steps, 2 x 127 of them on the NIC (9.6 us) and
+    # the rest on PCIe (5.7 us); NCCL's tuner would take the tree, whose latency grows with log2(nodes)
+    from roofline.model.comm.collectives import allreduce_s, tree_allreduce_s
+
+    node = find_node("4x-p100-25gbe")
+    fabric = library_fabric(LIBRARIES["horovod"], node, 4, 128)
+    nbytes = 16e6
+    ring = 2 * 511 / 512 * nbytes / 3.125e9 + 2 * 127 * 9.6e-6 + (2 * 511 - 2 * 127) * 5.7e-6
+    assert allreduce_s(nbytes, fabric, "ring") == pytest.approx(ring)
+    assert allreduce_s(nbytes, fabric, "auto") == pytest.approx(min(ring, tree_allreduce_s(nbytes, fabric)))
+    assert allreduce_s(nbytes, fabric, "auto") < allreduce_s(nbytes, fabric, "ring")
+
+
+def test_xla_autoclustering_starts_every_all_reduce_after_the_backward_and_its_wait():
+    # Horovod under XLA auto-clustering: the gradients all appear when the backward ends; the first group waits
+    # half a cycle (2.5 ms) and the groups then run back to back, so the step is one GPU's + 2.5 ms + all of them
+    from roofline.hardware import find_profile
+    from roofline.model.comm.data_parallel import predict_data_parallel
+    from roofline.model.comm.libraries import under_xla_autoclustering
+    from roofline.model.step import StepOptions, predict_step
+    from roofline.workload.precision import get_precision
+    from roofline.workload.zoo import build_workload
+
+    library = under_xla_autoclustering(LIBRARIES["horovod"])
+    assert not library.overlaps_backward and library.grouping == "horovod" and library.cycle_s == HOROVOD_CYCLE_S
+    node = find_node("dgx-1-v100")
+    w = build_workload("resnet50", 32)
+    single = predict_step(w, find_profile(node.gpu, kind="gpu"), get_precision("fp32"), StepOptions(train=True))
+    dp = predict_data_parallel(w, single, library_fabric(library, node, 8), 4, grouping=library.grouping,
+                               overlap=library.overlaps_backward, launch_wait_s=library.launch_wait_s)
+    assert dp.buckets[0].start_s == pytest.approx(dp.backward_s + HOROVOD_CYCLE_S / 2)
+    assert dp.exposed_communication_s == pytest.approx(HOROVOD_CYCLE_S / 2 + dp.communication_s)
+    overlapped = predict_data_parallel(w, single, library_fabric(library, node, 8), 4, grouping=library.grouping,
+                                       launch_wait_s=library.launch_wait_s)
+    assert overlapped.exposed_communication_s < dp.exposed_communication_s

@@ -31,8 +31,9 @@ def _targets(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _library(row: dict[str, Any]) -> str:
-    """'ddp', 'per-tensor, NCCL 1 ring, after the backward', 'horovod, wait 2.5 ms'."""
+    """'ddp', 'per-tensor, NCCL 1 ring, after the backward', 'horovod, rings only, wait 2.5 ms'."""
     text = row["grouping"] + (", NCCL 1 ring" if row["ring"] == "nccl1" else "")
+    text += ", rings only" if row["algorithm"] == "ring" and row["ring"] != "nccl1" else ""
     text += "" if row["overlaps_backward"] else ", after the backward"
     return text + (f", wait {1e3 * row['launch_wait_s']:.2g} ms" if row["launch_wait_s"] else "")
 
@@ -41,8 +42,9 @@ def _markdown(result: dict[str, Any], targets: list[dict[str, Any]]) -> str:
     lines = ["# Data-parallel scaling: predicted vs published", "",
              f"Dataset: {result['dataset']}; efficiency = N-GPU throughput / (N x 1-GPU throughput); "
              "error = predicted - published, in percentage points. Gradients grouped as the source's library "
-             "does, on the ring its NCCL lays, each group launched after the library's expected wait (overlapping the "
-             "backward unless the library makes it wait for the backward); communication "
+             "does, on the ring its NCCL lays (rings only for a NCCL before 2.4), each group launched after the "
+             "library's expected wait (overlapping the backward unless the library makes it wait for the backward); "
+             "communication "
              "priced against the one-GPU step the source measured.", "",
              "| source | node | precision | batch per GPU | GPUs | grouping, ring, launch wait | one-GPU step "
              "| published | predicted | error |",

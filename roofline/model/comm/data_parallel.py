@@ -190,8 +190,9 @@ def predict_data_parallel(workload: Workload, single: StepPrediction, fabric: Fa
     """One DDP step on `fabric`: `accumulation_steps` micro-steps of `single`, the last one all-reducing
     `grad_bytes`-byte gradients in buckets while its backward runs.
 
-    `overlap=False` is for ranks that leave no core idle (CPU ranks whose threads fill the machine): the
-    backend's communication thread then takes its time from the backward, so nothing is hidden.
+    `overlap=False` starts no all-reduce before the backward ends, so nothing is hidden: ranks that leave no
+    core idle (CPU ranks whose threads fill the machine, whose backend thread takes its time from the
+    backward), and libraries whose gradients all appear when the backward ends (`libraries`).
     `rank_step` is one rank's step while the others run beside it (`socket_share.rank_profile`), where the
     ranks share memory; scaling efficiency stays measured against `single`, one rank alone.
     `launch_wait_s` is how long a ready group waits before its all-reduce can start (a library that launches
@@ -202,11 +203,11 @@ def predict_data_parallel(workload: Workload, single: StepPrediction, fabric: Fa
     buckets = []
     groups = GROUPINGS[grouping](tensors, grad_bytes, bucket_cap_mb * 2**20)
     for index, (count, nbytes, ready) in enumerate(groups):
-        start = max(ready + launch_wait_s, clock)
+        earliest = ready if overlap else backward_s
+        start = max(earliest + launch_wait_s, clock)
         clock = start + allreduce_s(nbytes, fabric, algorithm)
         buckets.append(Bucket(index, count, nbytes, ready, start, clock))
-    communication = sum(b.end_s - b.start_s for b in buckets)
-    exposed = (max(0.0, clock - backward_s) if overlap else communication) if fabric.world > 1 else 0.0
+    exposed = max(0.0, clock - backward_s) if fabric.world > 1 else 0.0
     step = accumulation_steps * own.step_time_s + exposed
     gradient_bytes = sum(b.bytes for b in buckets)
     return DataParallelPrediction(single, fabric, accumulation_steps, gradient_bytes, backward_s, step, buckets,

@@ -66,4 +66,5 @@ def data_parallel_job(gpu: Profile, node_name: str | None, gpus_per_node: int, n
         raise RooflineError(f"--batch {global_batch} does not divide into {fabric.world} GPUs x "
                             f"{accumulation_steps} accumulation steps; use a multiple of {share}")
     grad_bytes = GRAD_COMM_BYTES[grad_comm] if grad_comm else precision_grad_bytes
-    return DataParallelJob(node, fabric, global_batch // share, accumulation_steps, grad_bytes, algorithm, library)
+    chosen = library.algorithm if algorithm == "auto" else algorithm
+    return DataParallelJob(node, fabric, global_batch // share, accumulation_steps, grad_bytes, chosen, library)

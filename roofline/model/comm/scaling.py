@@ -70,7 +70,8 @@ def _point(workload: Workload, single: StepPrediction, node: NodeProfile, gpus: 
            grad_bytes: int, reference_samples_per_s: float, library: Library) -> ScalingPoint:
     fabric = library_fabric(library, node, gpus, nodes)
     dp = predict_data_parallel(workload, single, fabric, grad_bytes, grouping=library.grouping,
-                               launch_wait_s=library.launch_wait_s, overlap=library.overlaps_backward)
+                               algorithm=library.algorithm, launch_wait_s=library.launch_wait_s,
+                               overlap=library.overlaps_backward)
     return ScalingPoint(fabric.world, nodes, single.batch_size, dp.step_time_s, dp.samples_per_s,
                         dp.samples_per_s / reference_samples_per_s, dp.communication_s,
                         dp.exposed_communication_s, dp.backward_s)
