@@ -34,7 +34,13 @@ from roofline.model.ceilings import Level
 from roofline.model.context import CostContext
 from roofline.model.conv_cost import conv_fixed_s, conv_kind, efficiency_key, layout_conversion_s, measured_kind
 from roofline.model.cpu_runtime.backend import cpu_conv_backend
-from roofline.model.gemm_cost import QUANTIZATION_NOTE_RATIO, gemm_compute_s, gemm_rate, skinny_gemm_rate
+from roofline.model.gemm_cost import (
+    QUANTIZATION_NOTE_RATIO,
+    gemm_compute_s,
+    gemm_rate,
+    skinny_gemm_rate,
+    tile_depth_overhead,
+)
 from roofline.model.notes import Note
 from roofline.workload.ops.base import GemmView, Op
 from roofline.workload.ops.conv import Conv2d
@@ -124,7 +130,7 @@ def _gemm_view_s(op: Op, view: GemmView, pass_: str, ctx: CostContext, call_s: f
             # timed, and the fit's asymptote bound it
             return t, 0.0, path
         return max(t, view.flops / rate), 0.0, path
-    t, tile, split, panel = gemm_compute_s(view, rate, ctx)
+    t, tile, split, panel = gemm_compute_s(view, rate, ctx, tile_depth_overhead(op, path, ctx))
     useful = view.flops / rate
     if t > QUANTIZATION_NOTE_RATIO * useful:
         notes.append(Note("quantization", f"tile {tile[0]}x{tile[1]}"
