@@ -70,12 +70,17 @@ QKV = 2 * 12 * 384 * 64  # 589,824 elements in each of Q, K, V and the output
 
 def test_eager_attention_moves_the_scores_through_memory():
     kernels = eager_attention_ops(ATT)
-    assert [k.kind for k in kernels] == ["gemm", "elementwise", "elementwise", "softmax", "dropout", "gemm"]
+    assert [k.kind for k in kernels] == ["elementwise", "elementwise", "gemm", "elementwise", "elementwise",
+                                         "softmax", "dropout", "elementwise", "gemm"]
     moved = sum(k.traffic("forward").activations_read + k.traffic("forward").activations_written for k in kernels)
+    # Q and K^T copied out of their head-split views (torch.matmul's reshape: each read and written, 4 QKV);
     # Q K^T reads Q, K and writes N; scale and mask each read and write N; softmax reads and writes N; dropout
-    # reads N, writes N and a 1-byte mask (N / 4 fp32 elements); P @ V reads N and V and writes the output:
-    # 2 QKV + N + 2N + 2N + 2N + 2.25N + N + 2 QKV = 10.25 N + 4 QKV
-    assert moved == pytest.approx(10.25 * N + 4 * QKV)
+    # reads N, writes N and a 1-byte mask (N / 4 fp32 elements); V copied (2 QKV); P @ V reads N and V and
+    # writes the output: 4 QKV + 2 QKV + N + 2N + 2N + 2N + 2.25N + 2 QKV + N + 2 QKV = 10.25 N + 10 QKV
+    assert moved == pytest.approx(10.25 * N + 10 * QKV)
+    # each copy is copied back in the backward: the gradients return to the projections' layout
+    copies = [k for k in kernels if getattr(k, "op", "") == "copy"]
+    assert [k.traffic("backward_input").activations_written for k in copies] == [QKV, QKV, QKV]
     # the same FLOPs in the two products as the fused kernel's: 4 b h L S d
     assert sum(k.flops("forward") for k in kernels if k.kind == "gemm") == 4 * N * 64
     # inference: no dropout kernel
@@ -87,7 +92,8 @@ def test_eager_workload_keeps_readers_and_the_fused_one_is_untouched():
                                                        tokens=384)], input_bytes=0)
     eager = with_eager_attention(wl)
     assert [op.name for op in eager.ops][-2:] == ["attn", "out"]  # the last product keeps the name
-    assert eager.flow().reads["attn"][0] == "attn.dropout"
+    assert eager.flow().reads["attn"] == ("attn.dropout", "attn.v_copy")
+    assert eager.flow().reads["attn.scores"] == ("attn.q_copy", "attn.k_copy")
     assert len(wl.ops) == 2
 
 

@@ -50,7 +50,7 @@ def test_two_real_rows_give_a_complete_json_document(tmp_path):
     # 1200 img/s at batch 256 (README table) is 256 / 1200 s per step
     dle = next(r for r in doc["rows"] if r["row_id"] == "dle-v100-16gb-amp-b256")
     assert dle["published"] == pytest.approx(256 / 1200)
-    assert {p: s["rows"] for p, s in doc["summary"].items()} == {"fitted": 1, "held_out": 1, "all": 2}
+    assert {p: s["rows"] for p, s in doc["summary"].items() if s} == {"fitted": 1, "held_out": 1, "all": 2}
     assert set(doc["groups"]) == set(published.PARTS)
 
 
@@ -95,11 +95,26 @@ def test_shipped_dataset_holds_out_whole_blocks_and_cites_every_source():
     assert data["kind"] == "gpu-steps" and data["holdout_rule"]
     blocks = source_blocks(data)
     rows = gpu_steps.rows(data)
-    assert len(rows) >= 60
-    held = sum(block.holdout for block, _ in rows)
-    assert 0.25 <= held / len(rows) <= 0.40  # about a third, by whole blocks (holdout is a block field only)
+    first = [block for block, _ in rows if not block.fresh]
+    assert len(first) >= 60
+    held = sum(block.holdout for block in first)
+    assert 0.25 <= held / len(first) <= 0.40  # about a third, by whole blocks (holdout is a block field only)
+    assert sum(block.fresh for block, _ in rows) >= 20  # the fresh held-out set, every block of it held out
     assert all(b.citation for b in blocks if b.kind == "published")
-    assert all("holdout" not in row for b in data["sources"] for row in b["rows"])
+    assert all("holdout" not in row and "fresh" not in row for b in data["sources"] for row in b["rows"])
+
+
+def test_a_fresh_block_is_held_out_and_reported_as_its_own_part():
+    block = {"id": "new", "kind": "published", "holdout": False, "fresh": True, "citation": "c", "framework": "f",
+             "rows": [{"id": "r1"}]}
+    with pytest.raises(DatasetError, match="holdout: true"):
+        source_blocks({"sources": [block]})
+    rows = [_c("a", 0.10), _c("b", 0.20, holdout=True), _c("c", 0.40, holdout=True, fresh=True)]
+    parts = published.split(rows)
+    assert [[c.row_id for c in parts[p]] for p in published.PARTS] == [["a"], ["b"], ["c"], ["a", "b", "c"]]
+    ratios = {t["target"]: t["value"] for t in published.check_targets(parts, []) if t["unit"] == "ratio"}
+    assert ratios == {"held-out median <= 1.3x fitted median": pytest.approx(2.0),
+                      "fresh-held-out median <= 1.3x fitted median": pytest.approx(4.0)}
 
 
 def test_measured_here_blocks_need_their_script_and_date():
@@ -134,9 +149,9 @@ def test_unknown_kind_is_a_dataset_error(tmp_path):
         published.run(path, out_dir=tmp_path)
 
 
-def _c(row_id: str, error: float, holdout: bool = False, model: str = "m") -> Comparison:
+def _c(row_id: str, error: float, holdout: bool = False, model: str = "m", fresh: bool = False) -> Comparison:
     return Comparison(row_id=row_id, source_id="s", holdout=holdout, published=1.0, predicted=1.0 + error,
-                      groups={"model": model}, settings="")
+                      groups={"model": model}, settings="", fresh=fresh)
 
 
 def test_summary_statistics_on_hand_made_errors():
@@ -146,7 +161,7 @@ def test_summary_statistics_on_hand_made_errors():
     assert (s.rows, s.median_abs, s.worst_row, s.too_fast) == (4, pytest.approx(0.20), "d", 2)
     assert s.worst_abs == pytest.approx(0.50) and s.signed_median == pytest.approx(0.025)
     parts = published.split(rows)
-    assert [len(parts[p]) for p in published.PARTS] == [3, 1, 4]
+    assert [len(parts[p]) for p in published.PARTS] == [3, 1, 0, 4]
     # held-out median 0.50 against fitted median 0.10: 5x, over the 1.3x target
     ratio = next(t for t in published.check_targets(parts, []) if t["unit"] == "ratio")
     assert ratio["value"] == pytest.approx(5.0) and not ratio["met"]

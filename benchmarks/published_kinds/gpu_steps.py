@@ -4,8 +4,10 @@
 Each row is predicted with the settings it states, and only those; what a row does not state is set by one
 rule for every row, written here, never per row or per source:
 - data `synthetic-device` (inputs made on the GPU): no host-to-device copy; `loader`: the batch is copied from
-  pinned host memory each step on the compute stream; `prefetched`: the loader copies the next batch on a stream
-  of its own during the step (DeepLearningExamples' PrefetchedWrapper and DALI), so the copy overlaps it;
+  pinned host memory each step on the compute stream; `loader-pageable`: the batch comes from a DataLoader
+  without pin_memory and `.to('cuda')` inside the timed step copies it from pageable memory (synchronous, through
+  a staging buffer); `prefetched`: the loader copies the next batch on a stream of its own during the step
+  (DeepLearningExamples' PrefetchedWrapper and DALI), so the copy overlaps it;
 - one host-device synchronization per step (SYNC_POINTS_PER_STEP);
 - optimizer `none` (forward and backward timed without an update): the predicted optimizer time is left out;
 - fp32 products on TF32 tensor cores as the row's PyTorch version and container do by default
@@ -57,7 +59,7 @@ class GpuStepRow(BaseModel):
     batch: int = Field(ge=1)
     input_size: int | None = Field(default=None, ge=1)
     seq_len: int | None = Field(default=None, ge=1)
-    data: Literal["synthetic-device", "loader", "prefetched"]
+    data: Literal["synthetic-device", "loader", "loader-pageable", "prefetched"]
     channels_last: bool = False
     optimizer: Literal["sgd", "momentum", "adam", "adam-unfused", "none"] | None = None
     norm_reads: int = Field(default=0, ge=0)
@@ -123,7 +125,8 @@ def _predict(row: GpuStepRow) -> tuple[float, Any, str, str]:
     profile = find_profile(row.gpu, kind="gpu")
     workload = build_workload(row.model, row.batch, input_size=row.input_size, seq_len=row.seq_len)
     on_loader = row.data != "synthetic-device"
-    opts = StepOptions(train=row.mode == "train", optimizer=row.optimizer_run, pinned=on_loader,
+    opts = StepOptions(train=row.mode == "train", optimizer=row.optimizer_run,
+                       pinned=on_loader and row.data != "loader-pageable",
                        include_transfer=on_loader, prefetch=row.data == "prefetched",
                        zero_grad_to_none=row.zero_grad_to_none,
                        channels_last=row.channels_last, sync_points=SYNC_POINTS_PER_STEP, fp32_math=row.fp32_math,
@@ -154,7 +157,8 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
         except RooflineError as exc:
             raise DatasetError(f"{block.id} row {row.id}: {exc}") from None
         comparisons.append(Comparison(
-            row_id=row.id, source_id=block.id, holdout=block.holdout, published=row.published_step_s,
+            row_id=row.id, source_id=block.id, holdout=block.holdout, fresh=block.fresh,
+            published=row.published_step_s,
             predicted=predicted, settings=row.settings(),
             groups={"model": row.model, "gpu": row.gpu, "mode": row.mode, "precision": row.precision,
                     "source": block.id, "family": family, "generation": generation},
@@ -200,11 +204,13 @@ def extra_sections(dataset: dict[str, Any], comparisons: list[Comparison]) -> li
 
 def legend(dataset: dict[str, Any]) -> list[str]:
     blocks = source_blocks(dataset)
-    held = [b for b in blocks if b.holdout]
+    held = [b for b in blocks if b.holdout and not b.fresh]
+    fresh = [b for b in blocks if b.fresh]
     lines = [
         f"Dataset: benchmarks/published/gpu-steps.yaml, {sum(len(b.rows) for b in blocks)} rows from "
         f"{len(blocks)} source blocks; held out: {', '.join(b.id for b in held)} "
-        f"({sum(len(b.rows) for b in held)} rows).",
+        f"({sum(len(b.rows) for b in held)} rows); fresh held-out: {', '.join(b.id for b in fresh) or 'none'} "
+        f"({sum(len(b.rows) for b in fresh)} rows).",
         f"Held-out rule (committed before any error was computed): {dataset.get('holdout_rule', 'not stated')}",
         "Predicted: `predict_step` with the shipped profiles, no calibration; each row's stated settings; inputs "
         "from a loader copied from pinned memory each step (on a stream of their own where the loader prefetches), "
@@ -213,6 +219,6 @@ def legend(dataset: dict[str, Any]) -> list[str]:
         "",
         "Sources:",
     ]
-    lines += [f"- `{b.id}`{' (held out)' if b.holdout else ''}: {b.citation or b.script} ({b.framework})"
-              for b in blocks]
+    lines += [f"- `{b.id}`{' (fresh held-out)' if b.fresh else ' (held out)' if b.holdout else ''}: "
+              f"{b.citation or b.script} ({b.framework})" for b in blocks]
     return lines

@@ -3,8 +3,10 @@
 A dataset is `kind: <comparer>` and `sources:`, a list of blocks. A block is one place the figures were read
 (`kind: published`, with a `citation` precise enough to re-find them: URL or repo@commit:path and the table)
 or one run of this project on a lent machine (`kind: measured-here`, with the `script` that measured them and
-the `date`). `holdout: true` puts the whole block in the held-out part. `defaults` are row fields the block's
-rows share; a row's own fields override them.
+the `date`). `holdout: true` puts the whole block in the held-out part; `fresh: true` with it puts the block in
+a held-out set of its own, gathered after the first held-out part's errors had been seen (so that part no longer
+tests generalization honestly) and committed before any error of its rows was computed. `defaults` are row
+fields the block's rows share; a row's own fields override them.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ class SourceBlock(BaseModel):
     id: str
     kind: Literal["published", "measured-here"]
     holdout: bool
+    fresh: bool = False
+    """A held-out block of the fresh set: committed before any of its errors was computed, after the first
+    held-out part's errors had been visible while mechanisms were chosen; reported as a part of its own."""
     citation: str | None = None
     script: str | None = None
     """measured-here: the command that measured the rows, runnable from the repository root."""
@@ -48,6 +53,8 @@ class SourceBlock(BaseModel):
             raise ValueError("a measured-here block needs `script` (the command) and `date`")
         if not self.rows:
             raise ValueError("a block needs at least one row")
+        if self.fresh and not self.holdout:
+            raise ValueError("`fresh: true` marks a held-out block: it needs `holdout: true`")
         return self
 
     def merged_rows(self) -> list[dict[str, Any]]:
@@ -97,6 +104,13 @@ class Comparison:
     """The row's settings in a few words, for the table."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Comparer-specific facts shown beside the error (predicted memory, whether the batch fits, ...)."""
+    fresh: bool = False
+    """In the fresh held-out set (`SourceBlock.fresh`)."""
+
+    @property
+    def part(self) -> str:
+        """'fitted', 'held_out' (the first held-out set) or 'fresh_held_out'."""
+        return "fresh_held_out" if self.fresh else "held_out" if self.holdout else "fitted"
 
     @property
     def error(self) -> float:

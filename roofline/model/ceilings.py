@@ -315,11 +315,15 @@ def runtime_figures(runtime: str, levels: tuple[Level, ...],
     that has no calibration of its own, from the measured runtime profile (`roofline.hardware.runtime`): the
     host costs as measured, each kernel's rate as its measured share of the copy rate times this GPU's DRAM
     level. A kernel whose backward was not measured is given its forward's share: where both were (BatchNorm,
-    ReLU in ResNet-50's steps on the H100) they are within 20% of each other, max pooling excepted."""
+    ReLU in ResNet-50's steps on the H100) they are within 20% of each other, max pooling excepted. A layout's
+    own figure (':nchw', one forward kernel timed alone) is not carried to the backward, which keeps the kernel's
+    backward measured in a step: with it carried, fp16 NCHW training steps priced 21-57% too slow (ResNet-50 on
+    nine GPUs, benchmarks/LOG.md), so the NCHW backward's rate is taken as unknown, not as the forward's."""
     figures = load_runtime(runtime)
     dram = levels[-1].bandwidth_bytes_per_s
     rates = {key: share * dram for key, share in figures.kernel_rates.shares(element_bytes).items()}
-    rates |= {f"{key}:backward": rate for key, rate in rates.items() if f"{key}:backward" not in rates}
+    rates |= {f"{key}:backward": rate for key, rate in rates.items()
+              if f"{key}:backward" not in rates and ":nchw" not in key}
     return dict(figures.host_call_s.by_kind), rates
 
 

@@ -34,7 +34,13 @@ from roofline.model.ceilings import Level
 from roofline.model.context import CostContext
 from roofline.model.conv_cost import conv_fixed_s, conv_kind, efficiency_key, layout_conversion_s, measured_kind
 from roofline.model.cpu_runtime.backend import cpu_conv_backend
-from roofline.model.gemm_cost import QUANTIZATION_NOTE_RATIO, gemm_compute_s, gemm_rate, skinny_gemm_rate
+from roofline.model.gemm_cost import (
+    QUANTIZATION_NOTE_RATIO,
+    gemm_compute_s,
+    gemm_rate,
+    skinny_gemm_rate,
+    tile_depth_overhead,
+)
 from roofline.model.notes import Note
 from roofline.workload.ops.base import GemmView, Op
 from roofline.workload.ops.conv import Conv2d
@@ -126,7 +132,7 @@ def _gemm_view_s(op: Op, view: GemmView, pass_: str, ctx: CostContext, call_s: f
             # timed, and the fit's asymptote bound it
             return t, 0.0, path
         return max(t, view.flops / rate), 0.0, path
-    t, tile, split, panel = gemm_compute_s(view, rate, ctx)
+    t, tile, split, panel = gemm_compute_s(view, rate, ctx, tile_depth_overhead(op, path, ctx))
     useful = view.flops / rate
     if t > QUANTIZATION_NOTE_RATIO * useful:
         notes.append(Note("quantization", f"tile {tile[0]}x{tile[1]}"
@@ -180,6 +186,19 @@ def _transposed_bytes(op: Op, ctx: CostContext, path: str, act_bytes: float, not
     return transposed
 
 
+def _kernel_rate(op: Op, pass_: str, ctx: CostContext) -> tuple[str, float | None]:
+    """(key, measured rate) of the op's non-GEMM kernel for this pass: for activations not in channels_last the
+    layout's own measurement first ('norm:train:nchw': a library runs another kernel over NCHW tensors), then
+    the kernel's (`Op.kernel_key`)."""
+    key = op.kernel_key(pass_)
+    rates = ctx.ceilings.kernel_bytes_per_s
+    if not ctx.channels_last:
+        nchw = f"{op.kernel}:nchw" + key[len(op.kernel):]
+        if nchw in rates:
+            return nchw, rates[nchw]
+    return key, rates.get(key)
+
+
 def _memory_s(op: Op, has_views: bool, pass_: str, ctx: CostContext, act_bytes: float, w_bytes: float,
               weight_level: Level, l2_bytes: float, notes: list[Note]) -> tuple[float, str]:
     """(seconds, level) of the traffic: activations from the smallest level holding the op's working set,
@@ -189,12 +208,12 @@ def _memory_s(op: Op, has_views: bool, pass_: str, ctx: CostContext, act_bytes: 
     act_level = _level_for(c.levels, act_bytes + w_bytes, c.is_gpu)
     memory_s = act_bytes / act_level.bandwidth_bytes_per_s + w_bytes / weight_level.bandwidth_bytes_per_s
     level_name = act_level.name if act_bytes >= w_bytes else weight_level.name
-    kernel_rate = c.kernel_bytes_per_s.get(op.kernel_key(pass_)) if not has_views else None
+    key, kernel_rate = _kernel_rate(op, pass_, ctx) if not has_views else ("", None)
     if kernel_rate and (act_bytes + w_bytes) / kernel_rate > memory_s:
         memory_s = (act_bytes + w_bytes) / kernel_rate
         level_name = "kernel"
-        notes.append(Note("kernel rate", f"measured {op.kernel_key(pass_)} kernel streams "
-                          f"{kernel_rate / 1e9:.3g} GB/s, below its memory level"))
+        notes.append(Note("kernel rate", f"measured {key} kernel streams {kernel_rate / 1e9:.3g} GB/s, "
+                          "below its memory level"))
     l2 = c.l2
     if l2 is not None and l2_bytes / l2.bandwidth_bytes_per_s > memory_s:
         memory_s = l2_bytes / l2.bandwidth_bytes_per_s

@@ -23,6 +23,23 @@ SPLIT_K_MIN_DEPTH = 64
 """Split-K halves a product's depth k while the tiles leave units idle, but keeps each slice at least this deep.
 The model's own bound, not a measured or published figure: the reduction of the partial sums is not priced,
 so this floor is what stops split-K from cutting a shallow product into slices too thin to pay for it."""
+TILE_DEPTH_OVERHEAD = 128
+"""Extra depth, in elements of k, every output tile of a GPU GEMM pays beyond its own k: the main loop starts
+only once the first k-blocks of its A and B panels have arrived (the pipeline's fill) and the tile's output is
+stored after it (the epilogue), neither hidden under the tile's own products. So a product's rate falls with its
+depth, which a square benchmark never shows: XLA's measured H100 table (openxla/xla
+xla/service/gpu/model/matmul_interpolator_data.h, "sm_90": 375 (b, m, n, k) shapes, m, n, k in 256..4096, the
+median CUPTI kernel time of five runs) has b x m x n >= 2 x 4096 x 2048 products at k = 256, 512, 1024, 2048 run
+at 0.52, 0.71, 0.88, 0.94 of their k = 4096 rate in bf16 and 0.66, 0.87, 0.93, 0.97 in TF32. Against this cost
+model (tile and wave quantization, the profile's sustained rate) the products over 8 GFLOP there are predicted
+31% too fast at k = 256 and 3% too slow at 4096 in bf16 (TF32: 31% and 17% too fast); 128 elements of depth per
+tile leaves a median of -16, -4, -6, -5, +4% across k = 256..4096 in bf16 and -6, -13, -12, -16, -16% in TF32:
+the depth trend removed, the level left to each dtype's measured rate."""
+SUSTAINED_REFERENCE_DEPTH = 8192
+"""Depth of the square products the profiles' sustained GEMM rates were measured on (8192^3: zzc0721's
+torch-performance-test-data runs and the project's H100 bf16 and fp16 figures; the runtime profile's TF32 share was
+taken at 4096^3), which paid `TILE_DEPTH_OVERHEAD` once per tile too: the units' own rate is the sustained one
+times (reference + overhead) / reference."""
 QUANTIZATION_NOTE_RATIO = 1.25
 """A GEMM gets a note on its tile and wave quantization when that costs more than this times its ideal time
 (display only: it changes no time)."""
@@ -81,29 +98,41 @@ def _largest_power_of_two(limit: int) -> int:
     return 1 << (limit.bit_length() - 1) if limit >= 2 else 1
 
 
-def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext) -> tuple[float, tuple[int, int], int, float]:
+def tile_depth_overhead(op: Op, path: str, ctx: CostContext) -> int:
+    """`TILE_DEPTH_OVERHEAD` for a matrix product on a GPU's tensor cores, what the table it comes from measured;
+    0 for a convolution (cuDNN's implicit-GEMM kernels, which the table does not time, and whose published
+    rows the square rate already matches), for the CUDA cores' SIMT kernels and on a CPU."""
+    if not ctx.ceilings.is_gpu or isinstance(op, Conv2d) or not path.startswith("tensor cores"):
+        return 0
+    return TILE_DEPTH_OVERHEAD
+
+
+def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext,
+                   depth_overhead: int = 0) -> tuple[float, tuple[int, int], int, float]:
     """Time of the GEMM under tile and wave quantization; returns (seconds, tile, split-K factor, L2 bytes).
 
     The tile is the one that minimises max(compute, L2 panel traffic): small tiles waste fewer wave slots
     but re-read the operands more often, the trade-off a GEMM library's heuristic makes. CPUs have no
     wave quantization across cores beyond partial blocks, and their panel traffic is not modelled (0).
+    `depth_overhead` (`tile_depth_overhead`) is added to every tile's depth.
     """
     c = ctx.ceilings
     m, n, k, count = int(view.m), int(view.n), int(view.k), int(view.count)
     if min(m, n, k, count) <= 0:
         return 0.0, (0, 0), 1, 0.0
     l2_bytes_per_s = c.l2.bandwidth_bytes_per_s if c.is_gpu and c.l2 is not None else None
-    return _quantized(m, n, k, count, rate, c.units, c.is_gpu, c.tiles, l2_bytes_per_s, ctx.activation_bytes)
+    return _quantized(m, n, k, count, rate, c.units, c.is_gpu, c.tiles, l2_bytes_per_s, ctx.activation_bytes,
+                      depth_overhead)
 
 
 @functools.lru_cache(maxsize=8192)
 def _quantized(m: int, n: int, k: int, count: int, rate: float, units: int, is_gpu: bool,
                tile_shapes: tuple[tuple[int, int], ...], l2_bytes_per_s: float | None,
-               element_bytes: float) -> tuple[float, tuple[int, int], int, float]:
+               element_bytes: float, depth_overhead: int) -> tuple[float, tuple[int, int], int, float]:
     """`gemm_compute_s` of one product shape at one rate on one device's units, tiles and L2: a pure function,
     remembered because a sweep prices the same product again at another precision of equal rate (fp16 and
     bf16; an fp32 step's convolutions on TF32 tensor cores and the TF32 step's)."""
-    per_unit = rate / units
+    per_unit = rate * (SUSTAINED_REFERENCE_DEPTH + depth_overhead) / SUSTAINED_REFERENCE_DEPTH / units
     deepest_split = _largest_power_of_two(k // SPLIT_K_MIN_DEPTH)
     view = GemmView(m, n, k, count)
     best = (math.inf, math.inf, (0, 0), 1, 0.0)
@@ -112,7 +141,7 @@ def _quantized(m: int, n: int, k: int, count: int, rate: float, units: int, is_g
         split = min(_largest_power_of_two(units // tiles), deepest_split)
         waves = math.ceil(tiles * split / units)
         if is_gpu:
-            tile_flops = 2 * tm * tn * math.ceil(k / split)
+            tile_flops = 2 * tm * tn * (math.ceil(k / split) + depth_overhead)
         else:
             tile_flops = 2 * min(tm, m) * min(tn, n) * math.ceil(k / split)
         t = waves * tile_flops / per_unit

@@ -189,11 +189,17 @@ def eager_attention_ops(op: Attention) -> list[Op]:
     1/sqrt(head_dim), the mask added (a broadcast (batch, 1, 1, keys) tensor: charged as one input), softmax,
     dropout on the probabilities (training), then probabilities @ V. Each writes its L x S result to memory and
     the next reads it back, and autograd saves them for the backward, where a fused kernel keeps scores on chip;
-    a causal mask is added like any other (the full square is computed). The last kernel keeps `op`'s name, so
-    whatever read the attention's output reads it."""
+    a causal mask is added like any other (the full square is computed). Q, K^T and V reach the products as
+    head-split views of the projections' (batch, seq, heads x dim) outputs, whose batch and head strides do not
+    merge: torch.matmul flattens the batch dimensions with `expand(...).reshape(...)` (`.contiguous().view(...)`
+    before PyTorch 1.10; aten/src/ATen/native/LinearAlgebra.cpp, matmul), which copies each of them, and the
+    backward copies their gradients back into the projections' layout: a copy op each (`EAGER_OPERAND_COPIES`).
+    The last kernel keeps `op`'s name, so whatever read the attention's output reads it."""
     L, S, d, pairs = op.seq_q, op.seq_kv, op.head_dim, op.pairs
     scores = pairs * L * S
     kernels: list[Op] = [
+        Elementwise(f"{op.name}.q_copy", numel=pairs * L * d, inputs=1, op="copy"),
+        Elementwise(f"{op.name}.k_copy", numel=pairs * S * d, inputs=1, op="copy"),
         Gemm(f"{op.name}.scores", m=L, n=S, k=d, count=pairs),
         Elementwise(f"{op.name}.scale", numel=scores, inputs=1, op="mul"),
         Elementwise(f"{op.name}.mask", numel=scores, inputs=1, op="add"),
@@ -201,8 +207,13 @@ def eager_attention_ops(op: Attention) -> list[Op]:
     ]
     if op.dropout_p > 0:
         kernels.append(Dropout(f"{op.name}.dropout", numel=scores, p=op.dropout_p))
+    kernels.append(Elementwise(f"{op.name}.v_copy", numel=pairs * S * d, inputs=1, op="copy"))
     kernels.append(Gemm(op.name, m=L, n=d, k=S, count=pairs))
     return kernels
+
+
+EAGER_OPERAND_COPIES = ("q_copy", "k_copy", "v_copy")
+"""Name suffixes of the copies `eager_attention_ops` makes of the products' operands, in the order q, k, v."""
 
 
 ATTENTION_PATHS = ("fused", "eager")
@@ -223,15 +234,21 @@ def with_eager_attention(workload: Workload) -> Workload:
             continue
         kernels = eager_attention_ops(op)
         qkv = flow.reads.get(op.name) or (op.name,)
-        q, k, v = (*qkv, qkv[-1], qkv[-1])[:3]
+        copies = dict(zip(EAGER_OPERAND_COPIES, (*qkv, qkv[-1], qkv[-1])[:3], strict=True))
+        copied: dict[str, str] = {}
         previous = None
         for kernel in kernels:
-            if previous is None:
-                reads[kernel.name] = (q, k)
+            role = kernel.name.rsplit(".", 1)[-1]
+            if role in copies:
+                reads[kernel.name] = (copies[role],)
+                copied[role] = kernel.name
+            elif previous is None:
+                reads[kernel.name] = (copied["q_copy"], copied["k_copy"])
+                previous = kernel.name
             elif kernel is kernels[-1]:
-                reads[kernel.name] = (previous, v)
+                reads[kernel.name] = (previous, copied["v_copy"])
             else:
                 reads[kernel.name] = (previous,)
-            previous = kernel.name
+                previous = kernel.name
         ops.extend(kernels)
     return replace(workload, ops=ops, dataflow=Dataflow(reads, flow.inplace))
