@@ -80,11 +80,12 @@ def _summary(errors: list[float]) -> dict[str, Any]:
 
 
 def predicted_bus_bandwidth(row: dict[str, Any]) -> float:
-    from roofline.hardware.fabric_load import find_link, find_node
-    from roofline.model.comm.fabric import node_fabric
+    """The bus bandwidth the row's library (default pytorch-ddp: NCCL 2's rings) sees over the row's GPUs."""
+    from roofline.hardware.fabric_load import find_node
+    from roofline.model.comm.libraries import LIBRARIES, library_fabric
 
-    node = find_node(row["node"])
-    return node_fabric(node, find_link(node.intra_link), None, row["gpus"]).bus_bandwidth_bytes_per_s
+    library = LIBRARIES[row.get("library", "pytorch-ddp")]
+    return library_fabric(library, find_node(row["node"]), row["gpus"]).bus_bandwidth_bytes_per_s
 
 
 def compare_scaling(dataset: Path = DATASET) -> dict[str, Any]:
@@ -125,9 +126,11 @@ def main() -> int:
               f"{r['per_gpu_batch']:>5} {r['gpus']:>4} {100 * r['measured_efficiency']:8.1f}% "
               f"{100 * r['predicted_efficiency']:8.1f}% {r['error_points']:+6.1f}")
     for b in result["bus_bandwidth"]:
-        print(f"bus bandwidth {b['node']} x{b['gpus']}: measured {b['bus_bandwidth_bytes_per_s'] / 1e9:.0f} GB/s, "
-              f"derived {b['predicted_bus_bandwidth_bytes_per_s'] / 1e9:.0f} GB/s ({b['error_pct']:+.0f}%) "
-              f"{b['source']}{'' if b['check'] else ' (source of the protocol efficiency, not a check)'}")
+        library = f" {b['library']}" if "library" in b else ""
+        taken = "" if b["check"] else " (a figure is taken from it, not a check)"
+        print(f"bus bandwidth {b['node']} x{b['gpus']}{library}: measured {b['bus_bandwidth_bytes_per_s'] / 1e9:.3g} "
+              f"GB/s, derived {b['predicted_bus_bandwidth_bytes_per_s'] / 1e9:.3g} GB/s ({b['error_pct']:+.0f}%) "
+              f"{b['source']}{taken}")
     for name in ("comparison", "held_out"):
         s = result[name]
         print(f"{name}: {s['rows']} rows, median |error| {s['median_abs_error_points']:.1f} points, worst "

@@ -75,8 +75,11 @@ all-reduce is how far the host had queued each tower at that moment. TensorFlow'
 inline as inexpensive ('Kernels executing on GPU tie very few resources on the CPU where the scheduler runs',
 tensorflow/core/framework/op_kernel.cc, read in a later version than the page's), which would
 put that point a few ops past the gradient's producer and let the all-reduces overlap, and the published VGG16
-batch-32 rows do hide at least 28 of 34 ms (2 GPUs) and 40 of 51 ms (4 GPUs); but priced so, the 8-GPU rows come
-out 12-25 points above the published ones (benchmarks/LOG.md, ninth session, second round)."""
+batch-32 rows do hide at least 33 of 38 ms (2 GPUs) and 47 of 58 ms (4 GPUs) of the measured ring's time; but
+priced so, the 8-GPU rows come out 12-29 points above the published ones. Not for want of a slower ring: NCCL 1's
+ring over all 8 GPUs of a P100 DGX-1 was measured at 7.58 GB/s (`nccl1`, the socket path's profile), not the
+~3 GB/s overlap would need, and AlexNet's 8-GPU row loses exactly that ring's 58 ms (benchmarks/LOG.md, ninth
+session, second and third rounds)."""
 
 
 def under_xla_autoclustering(library: Library) -> Library:

@@ -10,23 +10,47 @@ socket: 'You can do P2P through PCIe bridges, but not across socket level links 
 sockets on a multi-socket motherboard' (BVLC/caffe docs/multigpu.md, NVIDIA's multi-GPU notes).
 
 So each hop of the ring is one of three paths, and the ring runs at its slowest hop:
-- one NVLink, where the two GPUs share one (a single ring drives one link per hop, whatever else is wired);
+- one NVLink, where the two GPUs share one (a single ring drives one link per hop, whatever else is wired),
+  at the fraction of its line rate NCCL 1 was measured to reach (`NCCL1_NVLINK_EFFICIENCY`), not NCCL 2's;
 - the GPUs' PCIe slots, between GPUs on one socket without NVLink;
-- the slots and the path between the sockets, between GPUs on different sockets.
+- the slots and the path between the sockets, between GPUs on different sockets (that path's profile holds the
+  rate NCCL 1 was measured to reach over it through host memory).
 The per-step latency is the largest of the hops' (a ring step ends when its slowest transfer does).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from roofline.hardware.fabric_load import find_link
 from roofline.hardware.fabric_schema import LinkProfile, NodeProfile
 from roofline.model.comm.collectives import Fabric, Tier
 from roofline.model.comm.fabric import FabricError
 
+NCCL1_NVLINK_EFFICIENCY = 14.55e9 / 20.0e9
+"""Bus bandwidth NCCL 1's ring reaches over one NVLink, as a fraction of the link's one-direction line rate:
+14.55 GB/s ('all_reduce_perf,2,14.55', a 1 GB all-reduce between GPUs 0 and 1 of a P100 DGX-1, NCCL 1 -
+uuudown/Tartan@957d8606979a7d4dbfa8176b8e7a8641a5af03b0:microbenchmark/scale_up_cl/nccl-v1/bandwidth.txt) of
+NVLink 1's 20 GB/s. The link profiles' protocol efficiency is NCCL 2's (370 of 450 GB/s on H100, 0.82), which
+NCCL 1 did not reach there. The same run over GPUs 0-3 (NVLink hops only) gives 14.25 GB/s, over 0-2 15.81."""
+
+
+class Hop(NamedTuple):
+    """One hop of the ring: from GPU `src` to GPU `dst` over `link`, at the rate NCCL 1 reaches on it."""
+
+    src: int
+    dst: int
+    link: LinkProfile
+    rate_bytes_per_s: float
+
 
 def _rate(link: LinkProfile) -> float:
     efficiency = link.protocol_efficiency.value if link.protocol_efficiency else 1.0
     return link.bandwidth_bytes_per_s.value * efficiency
+
+
+def _nvlink_hop(src: int, dst: int, link: LinkProfile) -> Hop:
+    return Hop(src, dst, link, link.bandwidth_bytes_per_s.value * NCCL1_NVLINK_EFFICIENCY)
 
 
 def _link(node: NodeProfile, name: str | None, field: str) -> LinkProfile:
@@ -36,8 +60,8 @@ def _link(node: NodeProfile, name: str | None, field: str) -> LinkProfile:
     return find_link(name)
 
 
-def ring_hops(node: NodeProfile, gpus: int) -> list[tuple[int, int, LinkProfile]]:
-    """(from, to, the link that bounds the hop) for each hop of the ring over GPUs 0 .. gpus-1."""
+def ring_hops(node: NodeProfile, gpus: int) -> list[Hop]:
+    """Each hop of the ring over GPUs 0 .. gpus-1, with the link that bounds it."""
     if node.wiring is None:
         raise FabricError(f"{node.name} has no 'wiring' in its profile (NVLink pairs and sockets), which NCCL 1's "
                           "single ring needs")
@@ -46,14 +70,12 @@ def ring_hops(node: NodeProfile, gpus: int) -> list[tuple[int, int, LinkProfile]
     for a in range(gpus):
         b = (a + 1) % gpus
         if frozenset((a, b)) in nvlinks:
-            hops.append((a, b, find_link(node.intra_link)))
+            hops.append(_nvlink_hop(a, b, find_link(node.intra_link)))
             continue
         slot = _link(node, node.slot_link, "slot_link")
-        if node.wiring.gpu_socket[a] == node.wiring.gpu_socket[b]:
-            hops.append((a, b, slot))
-        else:
-            across = _link(node, node.socket_link, "socket_link")
-            hops.append((a, b, min((slot, across), key=_rate)))
+        if node.wiring.gpu_socket[a] != node.wiring.gpu_socket[b]:
+            slot = min((slot, _link(node, node.socket_link, "socket_link")), key=_rate)
+        hops.append(Hop(a, b, slot, _rate(slot)))
     return hops
 
 
@@ -63,11 +85,11 @@ def single_ring_fabric(node: NodeProfile, gpus: int) -> Fabric:
     if not 1 <= gpus <= holds:
         raise FabricError(f"{node.name} holds {holds} GPUs, not {gpus}")
     if gpus == 1:
-        link = find_link(node.intra_link)
-        return Fabric(Tier(1, _rate(link), link.latency_s.value, f"one GPU on {node.name}"))
+        hop = _nvlink_hop(0, 0, find_link(node.intra_link))
+        return Fabric(Tier(1, hop.rate_bytes_per_s, hop.link.latency_s.value, f"one GPU on {node.name}"))
     hops = ring_hops(node, gpus)
-    slowest = min(hops, key=lambda hop: _rate(hop[2]))
-    latency = max(hop[2].latency_s.value for hop in hops)
-    provenance = (f"derived: NCCL 1's single ring over GPUs 0-{gpus - 1}, bounded by hop {slowest[0]}->{slowest[1]} "
-                  f"on {slowest[2].name} at {_rate(slowest[2]) / 1e9:.3g} GB/s")
-    return Fabric(Tier(gpus, _rate(slowest[2]), latency, provenance))
+    slowest = min(hops, key=lambda hop: hop.rate_bytes_per_s)
+    latency = max(hop.link.latency_s.value for hop in hops)
+    provenance = (f"derived: NCCL 1's single ring over GPUs 0-{gpus - 1}, bounded by hop {slowest.src}->{slowest.dst} "
+                  f"on {slowest.link.name} at {slowest.rate_bytes_per_s / 1e9:.3g} GB/s")
+    return Fabric(Tier(gpus, slowest.rate_bytes_per_s, latency, provenance))
