@@ -10,7 +10,7 @@ import pytest
 from roofline.workload.llm.builtins import BUILTINS, get_config
 from roofline.workload.llm.config import ConfigError, read_hf_config
 from roofline.workload.llm.phases import decode, kv_cache_bytes_per_token, prefill
-from roofline.workload.ops.serving import CachedAttention, expected_distinct_experts
+from roofline.workload.ops.serving import CachedAttention, MaskedMultiheadAttention, expected_distinct_experts
 
 HF_KEYS = {
     "gpt2": ("gpt2", {}),
@@ -111,6 +111,20 @@ def test_decode_attention_reads_the_cache_once_per_kv_head():
     assert a.traffic("forward").activations_read == 409600 + 8192
     # FLOPs: 4 x (2 x 32 pairs) x 100 keys x 128 + 5 x 64 x 100 softmax = 3276800 + 32000
     assert a.flops("forward") == 3308800
+
+
+def test_masked_mha_loads_each_kv_head_once_per_query_head():
+    """TensorRT-LLM's masked MHA (v0.5-0.6.1) runs a thread block per query head, each loading its KV head: 32
+    query heads over 8 KV heads load every KV head 4 times; the FLOPs are the grouped kernel's, on the CUDA
+    cores (no GEMM views); one KV head per query head loads the cache once, as a grouped kernel does."""
+    kw = dict(batch=2, heads=32, seq_q=1, seq_kv=100, head_dim=128)
+    masked, grouped = MaskedMultiheadAttention("m", kv_heads=8, **kw), CachedAttention("g", kv_heads=8, **kw)
+    # cache: 4 x (2 (K, V) x 2 seqs x 8 KV heads x 100 tokens x 128) = 4 x 409600; q: 2 x 32 x 128 = 8192
+    assert masked.traffic("forward").activations_read == 4 * 409600 + 8192
+    assert masked.traffic("forward").activations_written == grouped.traffic("forward").activations_written
+    assert masked.flops("forward") == grouped.flops("forward") and masked.gemm_views("forward") == []
+    mha = MaskedMultiheadAttention("m", kv_heads=32, **kw)
+    assert mha.traffic("forward") == CachedAttention("g", kv_heads=32, **kw).traffic("forward")
 
 
 def test_expected_experts():

@@ -7,9 +7,9 @@ group), time to first token (prefill_tokens_per_s, ttft_s).
 Predictions are `roofline.model.llm_step.predict_serving` with the shipped profiles, the row's model, precision
 (weight-only int8/int4 computing in bf16; fp8 with its KV cache where the row says), batch, prompt and output
 lengths and runtime, on the row's `gpus` tensor-parallel GPUs of the node profile holding its GPU, with the row's
-`allreduce` (default NCCL's choice), `lm_head` layout (default split) and transformers' `static_cache` length
-where the run had one; whether the batch fits is shown, not
-enforced (TensorRT-LLM pages its KV cache).
+`allreduce` (default NCCL's choice), `lm_head` layout (default split), transformers' `static_cache` length
+where the run had one and the `decode_attention` kernel (default grouped; per-head for TensorRT-LLM v0.5-0.6's
+masked MHA); whether the batch fits is shown, not enforced (TensorRT-LLM pages its KV cache).
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def _predict(row: dict[str, Any]) -> ServingPrediction:
     tp = tensor_parallel_group(profile, row.get("gpus", 1), algorithm=row.get("allreduce", "auto"),
                                lm_head=row.get("lm_head", "split"))
     return predict_serving(get_config(row["model"]), profile, prec, row["batch"], row["prompt"], row["output"],
-                           row["runtime"], tp, row.get("static_cache"))
+                           row["runtime"], tp, row.get("static_cache"), row.get("decode_attention", "grouped"))
 
 
 def compare(dataset: dict[str, Any]) -> list[Comparison]:
@@ -101,7 +101,8 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
             settings = (f"{row['precision']}{'/' + row['kv'] if row.get('kv') else ''} B={row['batch']} "
                         f"P={row['prompt']} O={row['output']} {row['runtime']}"
                         f"{' TP=' + str(row['gpus']) if row.get('gpus', 1) > 1 else ''}"
-                        f"{' static cache ' + str(row['static_cache']) if row.get('static_cache') else ''}")
+                        f"{' static cache ' + str(row['static_cache']) if row.get('static_cache') else ''}"
+                        f"{' ' + row['decode_attention'] + ' decode attention' if row.get('decode_attention') else ''}")
             out.append(Comparison(
                 row_id=str(row["id"]), source_id=block.id, holdout=block.holdout, published=published_time_s(row),
                 predicted=predicted_time_s(row, p), settings=settings,

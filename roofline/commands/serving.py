@@ -23,6 +23,10 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
         g.add_argument("--static-cache", type=int, metavar="N",
                        help="transformers' StaticCache of N tokens (generate compiles the forward for it; with "
                             "--runtime graph): allocated whole, and attention reads all N positions every step")
+        g.add_argument("--decode-attention", default="grouped", choices=["grouped", "per-head"],
+                       help="decode attention kernel: grouped loads each KV head once for its query heads "
+                            "(FlashAttention, SDPA, TensorRT-LLM's XQA; default); per-head runs a block per query "
+                            "head, each loading its KV head (TensorRT-LLM v0.5-0.6's masked MHA)")
     g.add_argument("--runtime", choices=["eager", "graph"],
                    help="eager: Hugging Face generate (per-op dispatch; default); graph: CUDA graphs (vLLM, "
                         "TensorRT-LLM, gpt-fast compiled)")
@@ -56,7 +60,8 @@ def run_predict(args: argparse.Namespace) -> int:
                               kv_precision=args.kv_precision, group_size=args.group_size,
                               runtime=args.runtime or "eager", allow_oversize=args.allow_oversize,
                               gpus=_gpus(args), node=args.node, nodes=args.nodes, allreduce=args.allreduce,
-                              lm_head=args.lm_head, static_cache=args.static_cache)
+                              lm_head=args.lm_head, static_cache=args.static_cache,
+                              decode_attention=args.decode_attention)
     if args.json:
         print_json(out)
         return 0

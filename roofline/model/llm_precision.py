@@ -37,6 +37,13 @@ class ServingPrecision:
     weight_bits: int
     group_size: int
     kv_name: str
+    attention: Precision
+    """What attention's products run in: the compute precision, except under fp8 weights, whose attention runs
+    in the 16-bit activation type. TensorRT-LLM v0.5.0 to v0.6.1 build the fused context-attention kernel in
+    the plugin's type whatever the products' precision: `FusedMHARunnerV2(DATA_TYPE_FP16 or DATA_TYPE_BF16)` in
+    GPTAttentionPluginCommon::initialize() (cpp/tensorrt_llm/plugins/gptAttentionCommon/gptAttentionCommon.cpp
+    at tag v0.6.1, 9b3e12dbc820a8b72bcd7d712a8c9a54facf97df); an fp8 one came in v0.9.0, off by default
+    (tensorrt_llm/plugin/plugin.py, `use_fp8_context_fmha: bool = False`)."""
 
     @property
     def weight_only(self) -> bool:
@@ -82,7 +89,8 @@ SERVING_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 def serving_precision(name: str, kv: str | None = None, group_size: int = DEFAULT_GROUP_SIZE,
                       activation: str = "bf16") -> ServingPrecision:
     """`--precision` (bf16, fp16, fp8, int8, int4, fp32) and `--kv-precision` (fp16, bf16, fp8) as served.
-    Weight-only int8/int4 compute in `activation` (bf16 unless the device lacks it)."""
+    Weight-only int8/int4 compute in `activation` (bf16 unless the device lacks it), and fp8's attention runs in
+    it (`ServingPrecision.attention`)."""
     key = name.strip().lower()
     if key not in SERVING_PRECISIONS:
         raise UnknownName(f"unknown serving precision '{name}'{did_you_mean(key, list(SERVING_PRECISIONS))}; "
@@ -94,5 +102,6 @@ def serving_precision(name: str, kv: str | None = None, group_size: int = DEFAUL
     if kv_key not in KV_BYTES:
         raise UnknownName(f"unknown KV cache precision '{kv}'; choose one of {', '.join(KV_BYTES)}")
     bits = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}[key]
-    return ServingPrecision(key, compute, bits, group_size, kv_key)
+    attention = get_precision(activation) if key == "fp8" else compute
+    return ServingPrecision(key, compute, bits, group_size, kv_key, attention)
 

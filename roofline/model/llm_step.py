@@ -9,6 +9,9 @@ and memory, from the prefill and decode phases' ops costed by the roofline cost 
   and dequantised on the vector units, per output tile row band of 128 rows (the GEMM re-reads and
   re-dequantises a weight tile for each band), which `dequant_s` adds to the op's compute.
 - Runtime: eager dispatch or a captured graph (`roofline.model.llm_runtime`).
+- Units: attention's products under fp8 weights run on the 16-bit tensor cores, TensorRT-LLM's masked MHA on the
+  fp32 CUDA cores (`roofline.model.llm_units`); which decode-attention kernel runs is the layout's
+  (`phases.DECODE_ATTENTION`).
 - Tensor parallelism (`TensorParallel`, Megatron-LM's layout): each of N GPUs in one node holds its share of
   every layer's weights and KV cache (heads and MLP columns split N ways) and runs the phase on it; every
   layer adds two all-reduces of the layer's output activations (after attention and after the MLP), and the
@@ -29,10 +32,12 @@ from roofline.model.context import CostContext
 from roofline.model.costmodel import OpCost, op_cost
 from roofline.model.llm_precision import ServingPrecision
 from roofline.model.llm_runtime import RUNTIMES
+from roofline.model.llm_units import OpUnits, op_units
 from roofline.model.memory import default_reserve_bytes
 from roofline.model.notes import Note
 from roofline.workload.llm.config import ConfigError, DecoderConfig
 from roofline.workload.llm.phases import (
+    DECODE_ATTENTION,
     ONE_GPU,
     Layout,
     Phase,
@@ -227,16 +232,19 @@ def tensor_parallel_s(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, 
             + ring_all_gather_s(logits, tp.fabric))
 
 
-def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, c: Ceilings, runtime: str,
+def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, units: OpUnits, runtime: str,
                reuse_bytes: float, tp: TensorParallel | None = None) -> PhaseCost:
+    """The phase's ops, each priced on its units (`OpUnits.for_op`), charged by the runtime and added up."""
+    c = units.default
     act_bytes = prec.activation_bytes
     linear_ctx = CostContext(c, act_bytes, prec.linear_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
-    other_ctx = CostContext(c, act_bytes, prec.other_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
     rt = RUNTIMES[runtime]
     charged: list[tuple[OpCost, int]] = []
     for step in phase.steps:
         op = step.op
         is_linear = isinstance(op, Linear)
+        other_ctx = CostContext(units.for_op(op), act_bytes, prec.other_weight_bytes,  # type: ignore[arg-type]
+                                weight_reuse_bytes=reuse_bytes)
         cost = op_cost(op, "forward", linear_ctx if is_linear else other_ctx)
         if is_linear and prec.weight_only:
             cost = _dequant(cost, op, prec, c)
@@ -306,11 +314,17 @@ def engine_kv_tokens(cfg: DecoderConfig, prec: ServingPrecision, budget_bytes: f
 
 def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: int, prompt: int, output: int,
                     runtime: str = "eager", tp: TensorParallel | None = None,
-                    static_cache: int | None = None) -> ServingPrediction:
+                    static_cache: int | None = None, decode_attention: str = "grouped") -> ServingPrediction:
     """One request of `batch` sequences; `static_cache` is transformers' StaticCache length, which generate
-    compiles the forward for (so it runs under the graph runtime)."""
+    compiles the forward for (so it runs under the graph runtime); `decode_attention` the decode kernel
+    (`phases.DECODE_ATTENTION`)."""
     if runtime not in RUNTIMES:
         raise RooflineError(f"unknown runtime '{runtime}'; choose one of {', '.join(RUNTIMES)}")
+    if decode_attention not in DECODE_ATTENTION:
+        raise RooflineError(f"unknown --decode-attention '{decode_attention}'; choose {' or '.join(DECODE_ATTENTION)}")
+    if static_cache is not None and decode_attention != "grouped":
+        raise RooflineError("--static-cache is transformers' cache, read by SDPA; --decode-attention per-head is "
+                            "TensorRT-LLM's kernel: give one or the other")
     if prompt < 1 or output < 1 or batch < 1:
         raise RooflineError(f"--prompt-len ({prompt}), --output-len ({output}) and --batch ({batch}) must be "
                             "positive integers")
@@ -321,15 +335,16 @@ def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: 
         raise RooflineError(f"--static-cache {static_cache} needs --runtime graph (transformers compiles the "
                             f"forward for a static cache) and room for {prompt} + {output} tokens")
     c = ceilings_for(profile, prec.compute)
+    units = op_units(profile, prec, c)
     ratio = prec.kv_bytes / prec.activation_bytes
-    layout = Layout(tp.gpus, tp.split_lm_head, static_cache) if tp else Layout(static_cache=static_cache)
+    layout = Layout(tp.gpus if tp else 1, tp.split_lm_head if tp else True, static_cache, decode_attention)
     pre = prefill(cfg, batch, prompt, ratio, layout)
     dec = decode(cfg, batch, prompt + output // 2 + 1, ratio, layout)
     memory = serving_memory(cfg, prec, batch, prompt, output, c.is_gpu, pre, layout)
     reuse = memory.weights + memory.kv_cache
     return ServingPrediction(cfg.name, profile.name, batch, prompt, output, prec, runtime,
-                             phase_cost(cfg, pre, prec, c, runtime, reuse, tp),
-                             phase_cost(cfg, dec, prec, c, runtime, reuse, tp),
+                             phase_cost(cfg, pre, prec, units, runtime, reuse, tp),
+                             phase_cost(cfg, dec, prec, units, runtime, reuse, tp),
                              memory, profile.memory.capacity_bytes.value, c, tp)
 
 

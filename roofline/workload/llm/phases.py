@@ -20,7 +20,13 @@ from roofline.workload.ops.base import Op
 from roofline.workload.ops.gemm import Linear
 from roofline.workload.ops.norm import LayerNorm
 from roofline.workload.ops.pointwise import Activation, Elementwise, Reduce
-from roofline.workload.ops.serving import CachedAttention, ExpertLinear, RepeatKV, expected_distinct_experts
+from roofline.workload.ops.serving import (
+    CachedAttention,
+    ExpertLinear,
+    MaskedMultiheadAttention,
+    RepeatKV,
+    expected_distinct_experts,
+)
 
 RMSNORM_KERNELS = 8
 """transformers' LlamaRMSNorm.forward (v5.17, read here): to(float32), pow, mean, add eps, rsqrt, mul,
@@ -61,16 +67,24 @@ class Step:
     views: int = 0
 
 
+DECODE_ATTENTION = ("grouped", "per-head")
+"""Decode attention kernels: 'grouped' loads each KV head once for all the query heads sharing it (FlashAttention
+and PyTorch's SDPA with grouped heads, TensorRT-LLM's XQA); 'per-head' runs one thread block per query head,
+each loading its KV head (TensorRT-LLM v0.5.0 to v0.6.1: `MaskedMultiheadAttention`)."""
+
+
 @dataclass(frozen=True)
 class Layout:
     """How a runtime lays one copy of the model out: over `tp` tensor-parallel ranks, with the lm_head split by
     vocabulary (its logits gathered) or whole on every rank (gpt-fast's tp.py shards only attention and the
     MLP), and the KV cache grown token by token (None) or allocated whole for `static_cache` tokens
-    (transformers' StaticCache), which attention then reads whole every step."""
+    (transformers' StaticCache), which attention then reads whole every step; and which kernel runs decode
+    attention (`DECODE_ATTENTION`)."""
 
     tp: int = 1
     split_lm_head: bool = True
     static_cache: int | None = None
+    decode_attention: str = "grouped"
 
 
 ONE_GPU = Layout()
@@ -184,14 +198,17 @@ def unfused_bytes(cfg: DecoderConfig, op: Op, act_bytes: float, kv_bytes: float)
 
 
 def _attention(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_element_ratio: float,
-               heads: int, kv_heads: int, static_cache: int | None) -> list[Op]:
+               heads: int, kv_heads: int, layout: Layout) -> list[Op]:
     """Attention over the cache. A static cache (transformers' StaticCache) is read whole, all `static_cache`
     positions with the unfilled ones masked, and a mask keeps SDPA from taking grouped KV heads, so grouped
-    heads are first copied out to every query head (`RepeatKV`)."""
+    heads are first copied out to every query head (`RepeatKV`). Decode (one new token) runs the layout's
+    decode-attention kernel; the prompt runs the fused context kernel."""
+    static_cache = layout.static_cache
     if static_cache is None:
-        return [CachedAttention("attn.sdpa", batch=batch, heads=heads, seq_q=tokens, seq_kv=context,
-                                head_dim=cfg.head_dim, causal=tokens != 1, kv_heads=kv_heads,
-                                kv_element_ratio=kv_element_ratio)]
+        kernel = (MaskedMultiheadAttention if tokens == 1 and layout.decode_attention == "per-head"
+                  else CachedAttention)
+        return [kernel("attn.sdpa", batch=batch, heads=heads, seq_q=tokens, seq_kv=context, head_dim=cfg.head_dim,
+                       causal=tokens != 1, kv_heads=kv_heads, kv_element_ratio=kv_element_ratio)]
     repeat: list[Op] = []
     if heads != kv_heads:
         repeat = [RepeatKV("attn.repeat_kv", batch=batch, heads=heads, kv_heads=kv_heads, seq=static_cache,
@@ -226,7 +243,7 @@ def layer_ops(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_elem
         ops += [Elementwise("attn.rope_q", numel=rows * q, inputs=3, op="mul"),
                 Elementwise("attn.rope_k", numel=rows * kv, inputs=3, op="mul")]
     ops += [
-        *_attention(cfg, batch, tokens, context, kv_element_ratio, heads, kv_heads, layout.static_cache),
+        *_attention(cfg, batch, tokens, context, kv_element_ratio, heads, kv_heads, layout),
         Linear("attn.o_proj", batch=batch, in_features=q, out_features=h, bias=cfg.bias, tokens=tokens,
                weight_layout=weight_layout(cfg)),
         Elementwise("attn.residual", numel=rows * h, inputs=2, op="add"),

@@ -71,6 +71,40 @@ class CachedAttention(Attention):
 
 
 @dataclass
+class MaskedMultiheadAttention(CachedAttention):
+    """Decode attention as TensorRT-LLM's masked multi-head attention kernel runs it, the generation kernel of
+    v0.5.0 to v0.6.1 (its grouped-query XQA kernels arrived in v0.7.0). Read at tag v0.6.1
+    (9b3e12dbc820a8b72bcd7d712a8c9a54facf97df), cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/:
+
+    - the launch grid is (query heads, sequences) (decoderMaskedMultiheadAttentionLaunch.h,
+      `dim3 grid{num_heads, batch_size, 1}`), one thread block per query head of a sequence; the block's KV
+      head is `hi_kv = hi / qhead_per_kv` and it loads that head's K and V over the whole context
+      (decoderMaskedMultiheadAttentionTemplate.h), so under GQA each KV head is loaded once per query head of
+      its group (8 times for Llama-2-70B at any tensor-parallel degree), where a grouped kernel loads it once;
+    - Q.K and P.V are fused multiply-adds on the CUDA cores accumulating in fp32 (`MMHA_USE_HMMA` is commented
+      out, `MMHA_USE_FP32_ACCUM_FOR_FMA` defined): no tensor-core products, so no GEMM views.
+
+    The loads are priced like any other bytes of the op, at the level holding its working set (DRAM for a
+    served KV cache): not an assumption the code settles. NVIDIA measured the difference on one H200: Llama-2-70B
+    fp8, 128 in / 2048 out, batch 192, 1227 tok/s with this kernel and 2941 with XQA (docs/source/blogs/
+    XQA-kernel.md, Falcon180B-H200.md), which the test of this op compares with."""
+
+    def gemm_views(self, pass_: str) -> list[GemmView]:
+        return []
+
+    def traffic(self, pass_: str) -> Traffic:
+        if pass_ != "forward":
+            return Traffic()
+        grouped = super().traffic(pass_)
+        reloads = (self.group - 1) * self.cache_bytes_read(self.kv_element_ratio)
+        return Traffic(activations_read=grouped.activations_read + reloads,
+                       activations_written=grouped.activations_written)
+
+    def shapes(self) -> str:
+        return f"{super().shapes()}, each KV head loaded by its {self.group} query heads' blocks"
+
+
+@dataclass
 class RepeatKV(Op):
     """transformers' `repeat_kv` materialised: K and V of `kv_heads` heads copied out to all `heads` query heads
     over `seq` cached positions (expand + reshape, a copy when the result feeds an attention kernel that takes

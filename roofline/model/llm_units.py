@@ -1,0 +1,43 @@
+"""Which units a served model's ops run on, where attention's differ from the products': the ceilings each op
+is priced with.
+
+- Products, norms and the rest: the serving precision's (`ServingPrecision.compute`).
+- Attention's products: `ServingPrecision.attention` (16-bit under fp8 weights: TensorRT-LLM's fused context
+  kernel is built in the plugin's 16-bit type).
+- TensorRT-LLM's masked multi-head attention (`MaskedMultiheadAttention`): fused multiply-adds accumulating in
+  fp32 on the CUDA cores, so the fp32 vector rate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roofline.model.ceilings import Ceilings, ceilings_for
+from roofline.model.llm_precision import ServingPrecision
+from roofline.workload.ops.base import Op
+from roofline.workload.ops.serving import CachedAttention, MaskedMultiheadAttention
+from roofline.workload.precision import get_precision
+
+
+@dataclass(frozen=True)
+class OpUnits:
+    """The ceilings for each kind of op of one served model on one device."""
+
+    default: Ceilings
+    attention: Ceilings
+    cuda_cores_fp32: Ceilings
+
+    def for_op(self, op: Op) -> Ceilings:
+        if isinstance(op, MaskedMultiheadAttention):
+            return self.cuda_cores_fp32
+        if isinstance(op, CachedAttention):
+            return self.attention
+        return self.default
+
+
+def op_units(profile, prec: ServingPrecision, default: Ceilings) -> OpUnits:
+    """`default` (the serving precision's ceilings) and the others, resolved only where they differ."""
+    attention = default if prec.attention == prec.compute else ceilings_for(profile, prec.attention)
+    fp32 = get_precision("fp32")
+    cuda_cores = default if prec.compute == fp32 else ceilings_for(profile, fp32)
+    return OpUnits(default, attention, cuda_cores)
