@@ -35,6 +35,10 @@ class MissingDependency(RooflineError):
     """An optional dependency (torch, matplotlib, pynvml) is needed for this command."""
 
 
+class FabricError(RooflineError):
+    """A job that the named node cannot hold (too many GPUs, nodes without NICs, a link its profile lacks)."""
+
+
 class CalibrationMismatch(RooflineError):
     """A calibration taken on other hardware or another software environment."""
 

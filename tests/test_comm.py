@@ -61,6 +61,7 @@ def test_hierarchical_allreduce_across_nodes():
 
 
 def test_dgx1_bus_bandwidth_is_six_nvlinks_one_direction():
+    # all 8 GPUs: NCCL 2's six rings, one per direction of the cube-mesh's three rings of single links:
     # 6 links x 25 GB/s x 0.8222 (NCCL's protocol on NVLink) = 123.3 GB/s per GPU; 4 EDR ports x 12.5 GB/s
     # = 50 GB/s per node (no published protocol efficiency: line rate)
     node = find_node("dgx-1-v100")

@@ -28,7 +28,7 @@ TARTAN_NCCL1_8GPU_BUSBW = {262144: 3.27e9, 524288: 4.71e9, 1048576: 5.90e9, 2097
 
 def test_nccl1_ring_on_four_p100s_runs_on_one_nvlink():
     # GPUs 0-3 of a DGX-1 are all joined by NVLink: every hop is one link at NCCL 1's 14.55 of its 20 GB/s,
-    # not the 4 links a NCCL 2 ring would drive
+    # not the 3 links' worth NCCL 2's rings drive among those four GPUs
     node = find_node("dgx-1-p100")
     fabric = single_ring_fabric(node, 4)
     assert fabric.bus_bandwidth_bytes_per_s == pytest.approx(14.55e9)
@@ -66,7 +66,7 @@ def test_nccl1_all_reduce_time_follows_the_measured_size_curve():
 
 def test_nccl1_needs_the_node_wiring_and_one_node():
     with pytest.raises(FabricError, match="wiring"):
-        single_ring_fabric(find_node("dgx-1-v100"), 8)
+        single_ring_fabric(find_node("dgx-a100"), 8)
     with pytest.raises(FabricError, match="one node"):
         library_fabric(LIBRARIES["tf-replicated-nccl"], find_node("dgx-1-p100"), 8, nodes=2)
 
@@ -194,3 +194,4 @@ def test_bus_bandwidth_rows_are_priced_with_their_library():
     row = {"node": "dgx-1-p100", "gpus": 8}
     assert predicted_bus_bandwidth({**row, "library": "tf-replicated-nccl"}) == pytest.approx(7.58e9)
     assert predicted_bus_bandwidth(row) == pytest.approx(4 * 20e9 * 0.8222)  # NCCL 2's rings on all 4 NVLinks
+    assert predicted_bus_bandwidth({**row, "gpus": 2}) == pytest.approx(20e9 * 0.8222)  # the one between 0 and 1

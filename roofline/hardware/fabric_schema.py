@@ -51,12 +51,12 @@ class LinkProfile(_Strict):
 
 
 class Wiring(_Strict):
-    """Which GPU pairs share an NVLink and which CPU socket each GPU hangs off: what a collective library that
-    lays one ring in device order (NCCL 1.x) meets on each hop. NCCL 2's rings follow the NVLinks and need
-    none of it."""
+    """Which GPU pairs share how many NVLinks and which CPU socket each GPU hangs off: the links NCCL 2's rings
+    can take among the GPUs of a job, and what a ring in device order (NCCL 1.x, or NCCL 2 where its rings
+    cannot close over NVLinks) meets on each hop."""
 
     nvlink_pairs: list[tuple[int, int]]
-    """GPU index pairs joined by (at least) one NVLink."""
+    """GPU index pairs, one entry per NVLink: a pair joined by two links is listed twice."""
     gpu_socket: list[int]
     """The CPU socket (NUMA node) of GPU 0, 1, ... in device order."""
     source: str
@@ -84,7 +84,8 @@ class NodeProfile(_Strict):
     intra_link: str
     """Name of the link profile between GPUs of this node."""
     intra_links_per_gpu: Figure
-    """Links of that kind each GPU drives at once in a ring collective (NVLink ports, or 1 PCIe slot)."""
+    """Links of that kind each GPU has (NVLink ports, or 1 PCIe slot): through NVSwitch or PCIe a ring collective
+    drives them all; on an NVLink mesh only those among the GPUs of the job (`wiring`)."""
     topology: Literal["nvswitch", "nvlink-mesh", "pcie"]
     """How the links are wired: through NVSwitch (all-to-all at full rate), a direct NVLink mesh (NCCL
     builds rings along its edges), or a PCIe tree through switches and the CPU root complex."""
@@ -92,7 +93,7 @@ class NodeProfile(_Strict):
     """Name of the link profile of one NIC port; None for a node that has none for compute traffic."""
     nics_per_node: Figure | None = None
     wiring: Wiring | None = None
-    """Per-GPU NVLink pairs and sockets, where a library's single ring needs them (NCCL 1.x)."""
+    """NVLink pairs and sockets: required of an nvlink-mesh node, whose rings depend on which GPUs take part."""
     slot_link: str | None = None
     """Link profile of each GPU's PCIe slot: a hop between GPUs without NVLink goes through it."""
     socket_link: str | None = None
@@ -110,9 +111,18 @@ class NodeProfile(_Strict):
     def _consistent(self) -> NodeProfile:
         if (self.nic_link is None) != (self.nics_per_node is None):
             raise ValueError("give both 'nic_link' and 'nics_per_node', or neither")
-        if self.wiring is not None and len(self.wiring.gpu_socket) != int(self.gpus_per_node.value):
-            raise ValueError(f"wiring gives sockets for {len(self.wiring.gpu_socket)} GPUs, "
-                             f"gpus_per_node is {int(self.gpus_per_node.value)}")
+        if self.topology == "nvlink-mesh" and self.wiring is None:
+            raise ValueError("an nvlink-mesh node needs 'wiring' (its NVLink pairs): NCCL's rings take only the "
+                             "links among the GPUs of a job")
+        if self.wiring is not None:
+            if len(self.wiring.gpu_socket) != int(self.gpus_per_node.value):
+                raise ValueError(f"wiring gives sockets for {len(self.wiring.gpu_socket)} GPUs, "
+                                 f"gpus_per_node is {int(self.gpus_per_node.value)}")
+            for gpu in range(len(self.wiring.gpu_socket)):
+                links = sum(gpu in pair for pair in self.wiring.nvlink_pairs)
+                if links > self.intra_links_per_gpu.value:
+                    raise ValueError(f"wiring gives GPU {gpu} {links} NVLinks, intra_links_per_gpu is "
+                                     f"{int(self.intra_links_per_gpu.value)}")
         return self
 
 
