@@ -37,6 +37,15 @@ def check_target(path: Path, flag: str, force: bool, parent_must_exist: bool = T
         raise RooflineError(f"{flag} {path}: not usable as a file name ({_reason(exc)})") from None
 
 
+def make_parent(path: Path) -> None:
+    """Create `path`'s directory (and its parents) for a file roofline chooses the place of, such as the default
+    calibrated directory on first use; a directory the user named is checked by `check_target` instead."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RooflineError(f"{path.parent}: cannot create ({_reason(exc)})") from None
+
+
 def write_atomically(path: Path, write: Callable[[IO[bytes]], None], flag: str, force: bool) -> None:
     """Call `write` on a temporary file beside `path`, then rename it over `path` (see the module docstring)."""
     check_target(path, flag, force)

@@ -176,25 +176,26 @@ def test_bad_multi_gpu_input_is_one_line_exit_2(args):
     assert r.stderr.startswith("roofline: error:") and r.stderr.count("\n") == 1
 
 
+def _predict_on_dgx1_linked_by(tmp_path, intra_link: str):
+    """`predict --gpus 8` on a copy of the DGX-1 V100 node whose GPUs are linked by `intra_link`."""
+    node = (ROOT / "hardware_profiles/node/dgx-1-v100.yaml").read_text().replace("intra_link: nvlink-2",
+                                                                                  f"intra_link: {intra_link}")
+    (tmp_path / "node.yaml").write_text(node)
+    return run_cli("predict", "--model", "resnet50", "--gpu", "v100", "--train", "--batch", "256", "--gpus", "8",
+                   "--node", str(tmp_path / "node.yaml"))
+
+
 def test_link_profile_missing_a_figure_is_one_line_exit_2(tmp_path):
     link = tmp_path / "link.yaml"
     link.write_text("name: x\nkind: link\ntechnology: x\nscope: intra-node\n"
                     "bandwidth_bytes_per_s: {value: 1.0e9, source: 'https://example.org'}\n")
-    node = (ROOT / "hardware_profiles/node/dgx-1-v100.yaml").read_text().replace("intra_link: nvlink-2",
-                                                                                  f"intra_link: {link}")
-    (tmp_path / "node.yaml").write_text(node)
-    r = run_cli("predict", "--model", "resnet50", "--gpu", "v100", "--train", "--batch", "256", "--gpus", "8",
-                "--node", str(tmp_path / "node.yaml"))
+    r = _predict_on_dgx1_linked_by(tmp_path, str(link))
     assert r.returncode == 2
     assert "latency_s" in r.stderr and r.stderr.count("\n") == 1
 
 
 def test_node_naming_an_unknown_interconnect_is_one_line_exit_2(tmp_path):
-    node = (ROOT / "hardware_profiles/node/dgx-1-v100.yaml").read_text().replace("intra_link: nvlink-2",
-                                                                                  "intra_link: nvlink-9")
-    (tmp_path / "node.yaml").write_text(node)
-    r = run_cli("predict", "--model", "resnet50", "--gpu", "v100", "--train", "--batch", "256", "--gpus", "8",
-                "--node", str(tmp_path / "node.yaml"))
+    r = _predict_on_dgx1_linked_by(tmp_path, "nvlink-9")
     assert r.returncode == 2
     assert "nvlink-9" in r.stderr and r.stderr.count("\n") == 1
 

@@ -429,15 +429,12 @@ def write_profile(profile: Profile, path: Path, force: bool, create_directory: b
     use): a directory the user named that does not exist is a typo to report, not a path to make."""
     import yaml
 
-    from roofline.files import check_target, write_text_atomically
+    from roofline.files import check_target, make_parent, write_text_atomically
 
     check_target(path, "--out", force, parent_must_exist=not create_directory)
     header = ("# Written by `roofline calibrate`: `measured` holds this machine's ceilings and the environment\n"
               "# they were taken in; roofline refuses to apply them elsewhere.\n")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RooflineError(f"{path.parent}: cannot create ({exc.strerror})") from None
+    make_parent(path)
     body = yaml.safe_dump(profile.model_dump(mode="json", exclude_none=True), sort_keys=False)
     write_text_atomically(path, header + body, "--out", force)
 

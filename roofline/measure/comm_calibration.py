@@ -13,7 +13,6 @@ from typing import Any
 
 import yaml
 
-from roofline.errors import RooflineError
 from roofline.hardware.load import calibrated_dir
 from roofline.measure.gloo_ranks import AllreduceFit
 
@@ -42,11 +41,8 @@ def link_document(fit: AllreduceFit) -> dict[str, Any]:
 def write_link(fit: AllreduceFit, path: Path, force: bool, create_directory: bool) -> None:
     """The link profile, written whole or not at all (roofline.files); only the default calibrated directory is
     created, a directory the user named must exist."""
-    from roofline.files import check_target, write_text_atomically
+    from roofline.files import check_target, make_parent, write_text_atomically
 
     check_target(path, "--out", force, parent_must_exist=not create_directory)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RooflineError(f"{path.parent}: cannot create ({exc.strerror})") from None
+    make_parent(path)
     write_text_atomically(path, yaml.safe_dump(link_document(fit), sort_keys=False), "--out", force)

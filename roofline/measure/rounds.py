@@ -130,7 +130,7 @@ class RoundProbes:
     layouts: list[list[Any]] = field(default_factory=list)
     """`conv.ConversionRate`s of each round."""
     faults: list[tuple[Measurement, Measurement]] = field(default_factory=list)
-    """(fill existing, fill fresh) of each round (`kernels.page_fault_rate`)."""
+    """(fill existing, fill fresh) of each round (`kernels.fault_rate`)."""
 
     def round(self) -> None:
         """Time every probe once more with 1 / ROUNDS of its budget, and pool."""
@@ -177,7 +177,7 @@ class RoundProbes:
         if self.device == "cpu":
             self.layouts.append(conv.layout_conversion(self.llc_bytes or 0, self.device,
                                                        self.gemm_budget_s * share))
-            _, existing, fresh = kernels.page_fault_rate(self.memory_budget_s * share)
+            existing, fresh = kernels.page_fault_probe(self.memory_budget_s * share)
             self.faults.append((existing, fresh))
 
     def steady(self) -> dict[str, float]:

@@ -199,17 +199,24 @@ def _solve3(matrix: list[list[float]], rhs: list[float]) -> list[float] | None:
     return out
 
 
+def _log_bracket(values: list[int], x: float) -> tuple[int, int, float]:
+    """The measured values around `x` (held at the ends) and x's position between them in log space."""
+    x = min(max(x, values[0]), values[-1])
+    hi = next(i for i, v in enumerate(values) if v >= x)
+    lo = max(hi - 1, 0)
+    if values[hi] == values[lo]:
+        return values[lo], values[hi], 0.0
+    return values[lo], values[hi], math.log(x / values[lo]) / math.log(values[hi] / values[lo])
+
+
 def row_rate(points: tuple[tuple[int, float], ...], row_elements: float) -> float:
     """Bytes/s of a one-row product whose weight rows hold `row_elements`, interpolated in log(row) over the
     measured points (`Ceilings.gemv_rows`) and held at their ends."""
-    x = min(max(row_elements, points[0][0]), points[-1][0])
-    hi = next(i for i, (row, _) in enumerate(points) if row >= x)
-    lo = max(hi - 1, 0)
-    (r0, b0), (r1, b1) = points[lo], points[hi]
-    if x in (r0, r1):
-        return b0 if x == r0 else b1
-    f = math.log(x / r0) / math.log(r1 / r0)
-    return math.exp((1 - f) * math.log(b0) + f * math.log(b1))
+    rate = dict(points)
+    r0, r1, f = _log_bracket([row for row, _ in points], row_elements)
+    if f in (0.0, 1.0):
+        return rate[r0] if f == 0.0 else rate[r1]
+    return math.exp((1 - f) * math.log(rate[r0]) + f * math.log(rate[r1]))
 
 
 def skinny_rate(surface: tuple[tuple[int, int, float], ...], small: float, other: float) -> float | None:
@@ -221,17 +228,8 @@ def skinny_rate(surface: tuple[tuple[int, int, float], ...], small: float, other
     if not smalls or small > smalls[-1]:
         return None
     rate = {(s, o): r for s, o, r in surface}
-
-    def bracket(values: list[int], x: float) -> tuple[int, int, float]:
-        x = min(max(x, values[0]), values[-1])
-        hi = next(i for i, v in enumerate(values) if v >= x)
-        lo = max(hi - 1, 0)
-        if values[hi] == values[lo]:
-            return values[lo], values[hi], 0.0
-        return values[lo], values[hi], math.log(x / values[lo]) / math.log(values[hi] / values[lo])
-
-    s0, s1, fs = bracket(smalls, small)
-    o0, o1, fo = bracket(others, other)
+    s0, s1, fs = _log_bracket(smalls, small)
+    o0, o1, fo = _log_bracket(others, other)
     if any(key not in rate for key in ((s0, o0), (s0, o1), (s1, o0), (s1, o1))):
         return None
     log_rate = ((1 - fs) * (1 - fo) * math.log(rate[s0, o0]) + (1 - fs) * fo * math.log(rate[s0, o1])

@@ -10,7 +10,7 @@ maximum, and no mmap at all, as the allocator advice's MALLOC_MMAP_MAX_=0 does; 
 threshold alone still mapped, and faulted on every call, the buffers of probes larger than that: the DRAM
 layout-conversion probe's reorders, which then measured first touch as conversion, and a steady-heap depthwise
 convolution at batch 8 was predicted at 4.7 ms against 1.2 ms measured); first-touch costs are measured on
-their own (`kernels.page_fault_rate`) and charged by the cost model where the allocator hands out fresh pages.
+their own (`kernels.fault_rate`) and charged by the cost model where the allocator hands out fresh pages.
 Only the calibrating process is changed: `roofline validate` calibrates in a child process.
 """
 

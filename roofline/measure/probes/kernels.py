@@ -187,9 +187,9 @@ def _fresh_fill(numel: int) -> None:
     region.close()
 
 
-def page_fault_rate(budget_s: float = 0.3) -> tuple[float, Measurement, Measurement]:
-    """Bytes per second at which first-touching freshly mapped memory runs: (64 MiB) / (time to map, fill and
-    unmap new memory - time to fill an existing tensor). PyTorch's CPU allocator hands tensors of 32 MiB and
+def page_fault_probe(budget_s: float = 0.3) -> tuple[Measurement, Measurement]:
+    """Time to fill an existing 64 MiB tensor, and to map, fill and unmap new memory of that size: their
+    difference is first touch (`fault_rate`). PyTorch's CPU allocator hands tensors of 32 MiB and
     more to mmap and back on free, so each step's large activations and gradients pay this again."""
     import torch
 
@@ -200,10 +200,11 @@ def page_fault_rate(budget_s: float = 0.3) -> tuple[float, Measurement, Measurem
                      work_unit="B", budget_s=budget_s).measure()
     fresh = Timer(lambda: _fresh_fill(numel), label="fill fresh 64 MiB", work=FAULT_PROBE_BYTES,
                   work_unit="B", budget_s=budget_s).measure()
-    return fault_rate(existing, fresh), existing, fresh
+    return existing, fresh
 
 
 def fault_rate(existing: Measurement, fresh: Measurement) -> float:
-    """FAULT_PROBE_BYTES over the extra time of filling fresh memory (inf where there was none)."""
+    """Bytes per second at which first-touching freshly mapped memory runs: FAULT_PROBE_BYTES over the extra
+    time of filling fresh memory (inf where there was none)."""
     extra = fresh.median - existing.median
     return FAULT_PROBE_BYTES / extra if extra > 0 else float("inf")

@@ -6,7 +6,7 @@ one fits; otherwise it grows the heap, or maps the request anew if it is at leas
 threshold starts at 128 KiB and rises to the size of the largest mapped chunk freed so far (up to 32 MiB);
 after a free, the heap's top is returned to the kernel once more than twice the threshold is free there
 (mallopt(3), glibc's malloc.c). Every fresh page costs a fault and a zeroed page on first touch, a cost the
-calibration measures (`roofline.measure.probes.kernels.page_fault_rate`: 2.3-3.2 GB/s on this project's VM).
+calibration measures (`roofline.measure.probes.kernels.fault_rate`: 2.3-3.2 GB/s on this project's VM).
 
 `GlibcHeap` replays a step's request sequence (`roofline.model.cpu_runtime.heap_requests`) under these rules
 for a few steps,
