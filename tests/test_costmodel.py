@@ -169,6 +169,34 @@ def test_depthwise_conv_runs_on_vector_units(v100):
     assert op.flops("forward") >= 2 * macs
 
 
+def test_nchw_tensor_core_conv_adds_its_transposes_as_kernels_of_their_own(v100):
+    # 3x3 conv, 256 -> 256 channels of 56 x 56 at batch 64, fp16: compute-bound on tensor cores, so a transpose
+    # priced inside max(compute, memory) would vanish. cuDNN's nchwToNhwc / nhwcToNchw kernels run before and after
+    # it: one read and one write of the input (64 x 256 x 56 x 56 x 2 B = 102.8 MB) and of the output (the same),
+    # 4 x 102.8 MB = 411 MB at HBM2's 900 GB/s = 0.457 ms more than in channels_last.
+    op = Conv2d("c", n=64, c=256, h=56, w=56, k=256, r=3, s=3, pad=1, bias=False)
+    pred, _ = one_op(op, v100, "fp16")
+    nchw = op_cost(op, "forward", CostContext(pred.ceilings, 2, 2))
+    nhwc = op_cost(op, "forward", CostContext(pred.ceilings, 2, 2, channels_last=True))
+    tensor_bytes = 64 * 256 * 56 * 56 * 2
+    assert nhwc.bound == "compute"
+    assert nchw.device_s - nhwc.device_s == pytest.approx(4 * tensor_bytes / V100_HBM, rel=1e-6)
+
+
+def test_tf32_conv_transposes_only_what_it_reads():
+    # Ampere's TF32 implicit-GEMM kernels write NCHW themselves (nhwckrsc_nchw): only the input is transposed,
+    # 2 x 64 x 256 x 56 x 56 x 4 B = 411 MB at the profile's DRAM rate (its published BabelStream Triad,
+    # 1376.7 GB/s: 0.299 ms)
+    a100 = load_profile(SHIPPED_DIR / "gpu" / "a100-sxm4-40gb.yaml")
+    op = Conv2d("c", n=64, c=256, h=56, w=56, k=256, r=3, s=3, pad=1, bias=False)
+    pred, _ = one_op(op, a100, "tf32")
+    dram = pred.ceilings.levels[-1].bandwidth_bytes_per_s
+    nchw = op_cost(op, "forward", CostContext(pred.ceilings, 4, 4))
+    nhwc = op_cost(op, "forward", CostContext(pred.ceilings, 4, 4, channels_last=True))
+    assert nchw.path == "tensor cores tf32"
+    assert nchw.device_s - nhwc.device_s == pytest.approx(2 * 64 * 256 * 56 * 56 * 4 / dram, rel=1e-6)
+
+
 def test_training_passes_triple_gemm_flops(v100):
     op = Linear("fc", batch=256, in_features=1024, out_features=1024, bias=False)
     ctx_pred, _ = one_op(op, v100, "fp16")

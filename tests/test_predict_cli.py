@@ -24,7 +24,7 @@ def test_json_has_the_design_keys(capsys):
     # the per-layer FLOPs add up to the step's, and every bound is one the cost model names
     assert sum(r["flops"] for r in out["layers"]) == pytest.approx(out["flops"])
     bounds = {r["bound"] for r in out["layers"]}
-    assert bounds <= {"compute", "overhead", "free", "memory:DRAM", "memory:L2", "memory:kernel"}
+    assert bounds <= {"compute", "overhead", "free", "memory:DRAM", "memory:L2", "memory:kernel", "memory:layout"}
     assert out["memory_bytes"] == pytest.approx(sum(v for k, v in out["memory"].items() if k != "total"))
 
 

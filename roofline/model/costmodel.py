@@ -16,9 +16,9 @@ device work on a GPU and adds to it on a CPU). Each mechanism is named where it 
 - depthwise convolutions have no channel reduction to feed a GEMM and run as a direct stencil on the
   vector units;
 - layout: tensor-core convolutions run in NHWC; given PyTorch's default NCHW tensors, cuDNN transposes
-  each convolution's activations in and out (NVIDIA, "Tensor Layouts In Memory: NCHW vs NHWC",
-  https://docs.nvidia.com/deeplearning/performance/dl-performance-convolutional/index.html), one read and
-  one write of every activation operand, unless the model runs channels_last;
+  them in kernels of their own before and after the convolution (NVIDIA, "Tensor Layouts In Memory: NCHW vs
+  NHWC", https://docs.nvidia.com/deeplearning/performance/dl-performance-convolutional/index.html), whose
+  time adds to the convolution's, unless the model runs channels_last (see `_transpose_s`);
 - calibration: Hockney's model fitted to the measured GEMM curve (a fixed cost per call, a rate growing
   with operand reuse) and measured convolution efficiencies replace the tile model; a
   measured streaming rate of a non-GEMM kernel (CPU max pooling over NCHW is a scalar loop) caps its
@@ -175,15 +175,30 @@ def _compute_s(op: Op, views: list[GemmView], pass_: str, ctx: CostContext, flop
     return compute_s, l2_bytes, path
 
 
-def _transposed_bytes(op: Op, ctx: CostContext, path: str, act_bytes: float, notes: list[Note]) -> float:
-    """Bytes cuDNN moves transposing an NCHW convolution's tensors to NHWC and back for tensor cores."""
-    if not (isinstance(op, Conv2d) and ctx.ceilings.is_gpu and path.startswith("tensor") and not op.depthwise
+def _transpose_s(op: Op, ctx: CostContext, path: str, read_bytes: float, written_bytes: float,
+                 notes: list[Note]) -> float:
+    """Seconds cuDNN spends transposing an NCHW convolution's tensors to NHWC and back for tensor cores.
+
+    cuDNN converts between NCHW and NHWC when tensor cores run the convolution ("The cuDNN library may use
+    padding, folding, and NCHW-to-NHWC transformations to call the Tensor Core operations", cuDNN Developer
+    Guide, Legacy API: https://docs.nvidia.com/deeplearning/cudnn/developer/legacy-api.html). The
+    transformations are kernels of their own, queued before and after the convolution's on the same stream
+    (`nchwToNhwcKernel`, `nhwcToNchwKernel` in profiles of NCHW fp16 steps), so their time adds to the
+    convolution's instead of hiding under its arithmetic: one read and one write of each transposed operand,
+    streamed from the level that holds it and its copy. 16-bit products transpose what they read and what they
+    write; TF32 products on Ampere and later read NHWC and write NCHW themselves (cuDNN's
+    `sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw` kernels in profiles of fp32 NCHW steps),
+    so only what they read is transposed."""
+    c = ctx.ceilings
+    if not (isinstance(op, Conv2d) and c.is_gpu and path.startswith("tensor") and not op.depthwise
             and not ctx.channels_last):
         return 0.0
-    transposed = 2 * act_bytes
-    notes.append(Note("layout transpose", f"NCHW tensors: cuDNN transposes {transposed / 1e6:.3g} MB to NHWC "
-                      "and back for tensor cores (use channels_last)"))
-    return transposed
+    transposed = 2 * (read_bytes + (0.0 if path.endswith("tf32") else written_bytes))
+    level = _level_for(c.levels, transposed, c.is_gpu)
+    seconds = transposed / level.bandwidth_bytes_per_s
+    notes.append(Note("layout transpose", f"NCHW tensors: cuDNN transposes {transposed / 1e6:.3g} MB to NHWC and "
+                      f"back for tensor cores in kernels of their own ({seconds * 1e3:.3g} ms; use channels_last)"))
+    return seconds
 
 
 def _kernel_rate(op: Op, pass_: str, ctx: CostContext) -> tuple[str, float | None]:
@@ -255,13 +270,14 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     weight_level = _level_for(c.levels, max(ctx.weight_reuse_bytes, w_bytes), c.is_gpu)
     cold_weight = w_bytes > 0 and weight_level is c.levels[-1]
     compute_s, l2_bytes, path = _compute_s(op, views, pass_, ctx, flops, call_s, slow2d, notes, cold_weight)
-    act_bytes += _transposed_bytes(op, ctx, path, act_bytes, notes)
+    transpose_s = _transpose_s(op, ctx, path, float(traffic.activations_read * ctx.activation_bytes),
+                               float(traffic.activations_written * ctx.activation_bytes), notes)
     memory_s, level_name = _memory_s(op, bool(views), pass_, ctx, act_bytes, w_bytes, weight_level, l2_bytes,
                                    notes)
     host_s = call_s * launches * ctx.host_call_factor
     launch_s = c.launch_s * launches if c.is_gpu else 0.0
-    layout_s = layout_conversion_s(op, pass_, act_bytes, ctx, onednn)
-    if layout_s:
+    layout_s = layout_conversion_s(op, pass_, act_bytes, ctx, onednn) + transpose_s
+    if layout_s > transpose_s:
         notes.append(Note("layout conversion", f"NCHW activations: {act_bytes / 1e6:.3g} MB converted to the "
                           f"blocked layout and back ({layout_s * 1e3:.3g} ms; use channels_last)"))
     work_s = max(compute_s, memory_s) + layout_s
