@@ -304,8 +304,8 @@ PUBLISHED_GEMM = {
     "h100-pcie-80gb": {"fp32": 36.95 * T, "tf32": 240.43 * T, "fp16": 437.07 * T, "bf16": 492.84 * T},
     "t4": {"fp32": 4.35 * T, "fp16": 41.93 * T},
     "rtx-a6000": {"fp32": 23.92 * T, "fp16": 120.49 * T, "bf16": 123.34 * T},
-    "rtx-3090": {"fp32": 24.79 * T},
-    "rtx-4090": {"fp32": 53.41 * T},
+    "rtx-3090": {"fp32": 24.79 * T, "fp16": 75.64 * T, "bf16": 76.34 * T},
+    "rtx-4090": {"fp32": 53.41 * T, "fp16": 166.4 * T, "bf16": 166.6 * T},
 }
 
 
@@ -323,6 +323,7 @@ def test_published_gemm_rates_price_the_products(stem):
         c = ceilings_for(profile, get_precision(dtype), runtime=None)
         applied = c.matrix_flops_per_s if tensor else c.vector_flops_per_s
         assert applied == pytest.approx(rate)
-        # a measurement stays below the datasheet's peak, and a large product reaches at least half of it
+        # a large product reaches at least half the datasheet's peak and not much more: the peak is quoted at the
+        # rated boost clock, which GeForce boards exceed under GPU Boost (RTX 3090: 75.64 of 71.0 rated, 1.065x)
         peak = profile.tensor_cores[dtype].dense_flops_per_s.value if tensor else profile.peak_flops_per_s[dtype].value
-        assert 0.5 < rate / peak < 1.0
+        assert 0.5 < rate / peak < 1.1
