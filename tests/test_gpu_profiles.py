@@ -39,6 +39,19 @@ DATASHEET: dict[str, tuple[float, float | None, float | None, float]] = {
     # https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a10/pdf/datasheet-new/nvidia-a10-datasheet.pdf
     # "125 | 250*" TFLOPS: dense 125, * = with sparsity
     "a10": (31.2 * T, 125 * T, 125 * T, 600 * G),
+    # A10G (AWS G5), NVIDIA's datasheet hosted by AWS:
+    # https://d1.awsstatic.com/product-marketing/ec2/NVIDIA_AWS_A10G_DataSheet_FINAL_02_17_2022.pdf
+    # 35 TF fp32, fp16/bf16 tensor "70 | 140*": dense 70 (not the A10's 125), 600 GB/s
+    "a10g": (35 * T, 70 * T, 70 * T, 600 * G),
+    # https://resources.nvidia.com/en-us-l40s/l40s-datasheet-28413: 91.6 TFLOPS fp32, 864 GB/s, fp16/bf16
+    # "362.05 | 733*": dense = 733 / 2 (the printed 362.05 is 142 SM x 512 x 2 at the L40's 2.49 GHz)
+    "l40s": (91.6 * T, 733 * T / 2, 733 * T / 2, 864 * G),
+    # https://images.nvidia.com/content/Solutions/data-center/vgpu-L40-datasheet.pdf: 90.5 TFLOPS fp32, 864 GB/s,
+    # fp16/bf16 "181.05 | 362.1*": dense 181.05 (half the L40S's per-clock rate)
+    "l40": (90.5 * T, 181.05 * T, 181.05 * T, 864 * G),
+    # https://images.nvidia.com/content/Solutions/data-center/a40/nvidia-a40-datasheet.pdf: 37.4 TFLOPS fp32,
+    # 696 GB/s, fp16/bf16 "149.7 | 299.4*": dense 149.7
+    "a40": (37.4 * T, 149.7 * T, 149.7 * T, 696 * G),
     # https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf
     # "312 | 624*" TFLOPS fp16/bf16: dense 312; 40 GB HBM2 at 1555 GB/s
     "a100-sxm4-40gb": (19.5 * T, 312 * T, 312 * T, 1555 * G),
@@ -74,6 +87,7 @@ DATASHEET: dict[str, tuple[float, float | None, float | None, float]] = {
 ALIASES = [
     ("v100", "v100-sxm2-16gb"), ("h100", "h100-sxm5-80gb"), ("a100", "a100-sxm4-80gb"), ("k80", "k80-gk210"),
     ("p100", "p100-sxm2-16gb"), ("t4", "t4"), ("a10", "a10"), ("l4", "l4"), ("h200", "h200-sxm-141gb"),
+    ("a10g", "a10g"), ("l40s", "l40s"), ("l40", "l40"), ("a40", "a40"),
     ("rtx3090", "rtx-3090"), ("3090", "rtx-3090"), ("rtx4090", "rtx-4090"), ("4090", "rtx-4090"),
     ("titanx", "gtx-titan-x-maxwell"), ("titan-x-maxwell", "gtx-titan-x-maxwell"),
     ("a100-40gb", "a100-sxm4-40gb"), ("h100-pcie", "h100-pcie-80gb"), ("v100-32gb", "v100-sxm2-32gb"),
