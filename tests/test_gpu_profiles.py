@@ -29,6 +29,22 @@ DATASHEET: dict[str, tuple[float, float | None, float | None, float]] = {
     "gtx-titan-x-maxwell": (7.0 * T, None, None, 336.5 * G),
     # https://images.nvidia.com/content/tesla/pdf/nvidia-tesla-p100-datasheet.pdf (no tensor cores)
     "p100-sxm2-16gb": (10.6 * T, None, None, 732 * G),
+    # GTX 1080 Ti: 11.34 TFLOPS fp32 (https://huggingface.co/hardware/gtx-1080-ti); 484 GB/s
+    # (https://www.vortez.net/articles_pages/nvidia_gtx_1080_ti_review,2.html); Pascal GP102, no tensor cores
+    "gtx-1080-ti": (11.34 * T, None, None, 484 * G),
+    # TITAN V: NVIDIA's 13.8 TFLOPS fp32 and 653 GB/s (https://www.tomshardware.com/news/nvidia-titan-rtx-specs-pricing,38184.html);
+    # "110 Deep Learning TeraFLOPs" (NVIDIA's product page, quoted by
+    # https://medium.com/@u39kun/deep-learning-on-nvidia-titan-v-first-look-1d368d3443fb)
+    "titan-v": (13.8 * T, 110 * T, None, 653 * G),
+    # TITAN RTX: 16.3 TFLOPS fp32, 672 GB/s (Tom's Hardware table above); fp16 tensor with FP32 accumulate at full rate,
+    # 130.5 TFLOPS, unlike the 2080 Ti (https://www.tomshardware.com/reviews/nvidia-titan-rtx-deep-learning-gaming-tensor,5971-3.html)
+    "titan-rtx": (16.3 * T, 130.5 * T, None, 672 * G),
+    # https://www.nvidia.com/content/dam/en-zz/Solutions/data-center/products/a30-gpu/pdf/a30-datasheet.pdf
+    # 10.3 TFLOPS fp32; "165 | 330*" TFLOPS fp16/bf16: dense 165; 24 GB HBM2 at 933 GB/s
+    "a30": (10.3 * T, 165 * T, 165 * T, 933 * G),
+    # https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf
+    # one "V100 PCIe" column for the 32 GB and 16 GB boards
+    "v100-pcie-32gb": (14 * T, 112 * T, None, 900 * G),
     # https://images.nvidia.com/content/technologies/volta/pdf/tesla-volta-v100-datasheet-letter-fnl-web.pdf
     "v100-sxm2-16gb": (15.7 * T, 125 * T, None, 900 * G),
     # https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf
@@ -88,6 +104,8 @@ ALIASES = [
     ("v100", "v100-sxm2-16gb"), ("h100", "h100-sxm5-80gb"), ("a100", "a100-sxm4-80gb"), ("k80", "k80-gk210"),
     ("p100", "p100-sxm2-16gb"), ("t4", "t4"), ("a10", "a10"), ("l4", "l4"), ("h200", "h200-sxm-141gb"),
     ("a10g", "a10g"), ("l40s", "l40s"), ("l40", "l40"), ("a40", "a40"),
+    ("1080ti", "gtx-1080-ti"), ("gtx1080ti", "gtx-1080-ti"), ("titanv", "titan-v"), ("titan-v", "titan-v"),
+    ("titanrtx", "titan-rtx"), ("titan-rtx", "titan-rtx"), ("a30", "a30"), ("v100-pcie-32gb", "v100-pcie-32gb"),
     ("rtx3090", "rtx-3090"), ("3090", "rtx-3090"), ("rtx4090", "rtx-4090"), ("4090", "rtx-4090"),
     ("titanx", "gtx-titan-x-maxwell"), ("titan-x-maxwell", "gtx-titan-x-maxwell"),
     ("a100-40gb", "a100-sxm4-40gb"), ("h100-pcie", "h100-pcie-80gb"), ("v100-32gb", "v100-sxm2-32gb"),
