@@ -338,6 +338,12 @@ PUBLISHED_GEMM = {
     "rtx-a6000": {"fp32": 23.92 * T, "fp16": 120.49 * T, "bf16": 123.34 * T},
     "rtx-3090": {"fp32": 24.79 * T, "fp16": 75.64 * T, "bf16": 76.34 * T},
     "rtx-4090": {"fp32": 53.41 * T, "fp16": 166.4 * T, "bf16": 166.6 * T},
+    "a10g": {"fp32": 23.23 * T, "tf32": 34.13 * T, "fp16": 65.67 * T, "bf16": 66.59 * T},
+    "l40s": {"fp32": 46.88 * T, "fp16": 264.02 * T, "bf16": 269.15 * T},
+    "a40": {"fp32": 23.73 * T, "tf32": 59.52 * T, "fp16": 108.47 * T, "bf16": 110.64 * T},
+    # the GTX 1080 Ti's fp16 torch.mm (8.09e12) runs at about its fp32 rate, far above GP102's 1/64-rate fp16
+    # units (cuBLAS computes its fp16 products in fp32), so it is outside the peak bounds checked below
+    "gtx-1080-ti": {"fp32": 9.24 * T},
 }
 
 

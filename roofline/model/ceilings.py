@@ -131,11 +131,12 @@ class Ceilings:
 def compute_dtype_for(precision: Precision, profile: Profile) -> str | None:
     """The dtype the math runs in, or None when the device cannot run this precision.
 
-    `amp` runs fp16 where the device has fp16 tensor cores, else bf16 (CPU autocast uses bf16).
+    `amp` runs fp16 on a GPU, tensor cores or not (CUDA autocast's default dtype is torch.float16:
+    https://docs.pytorch.org/docs/stable/amp.html), and bf16 on a CPU (CPU autocast's default is bfloat16).
     """
     dtype = precision.compute_dtype
     if precision.name == "amp":
-        dtype = "fp16" if isinstance(profile, GpuProfile) and "fp16" in profile.tensor_cores else "bf16"
+        dtype = "fp16" if isinstance(profile, GpuProfile) else "bf16"
     if matrix_peak(profile, dtype) is not None or vector_peak(profile, dtype) is not None:
         return dtype
     return None
