@@ -86,6 +86,21 @@ DATASHEET: dict[str, tuple[float, float | None, float | None, float]] = {
     # https://www.nvidia.com/content/PDF/nvidia-ampere-ga-102-gpu-architecture-whitepaper-v2.pdf
     # RTX 3090 fp16/bf16 tensor with fp32 accumulate "71/142": dense 71
     "rtx-3090": (35.6 * T, 71 * T, 71 * T, 936 * G),
+    # https://www.nvidia.com/content/PDF/nvidia-ampere-ga-102-gpu-architecture-whitepaper-v2.pdf
+    # RTX 3080 (10 GB) fp16/bf16 tensor with fp32 accumulate "59.5/119": dense 59.5; 29.8 fp32, 760 GB/s
+    "rtx-3080": (29.8 * T, 59.5 * T, 59.5 * T, 760 * G),
+    # https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf (appendix)
+    # RTX 4080 16 GB fp16/bf16 tensor with fp32 accumulate "97.5/194.9": dense 97.5; 48.7 fp32, 716.8 GB/s
+    "rtx-4080": (48.7 * T, 97.5 * T, 97.5 * T, 716.8 * G),
+    # RTX 6000 Ada: 91.1 TFLOPS fp32, 960 GB/s, tensor 1457 TFLOPS = fp8 with sparsity
+    # (https://www.nvidia.com/content/dam/en-zz/Solutions/design-visualization/rtx-6000/proviz-print-rtx6000-datasheet-web-2504660.pdf);
+    # fp16/bf16 tensor with fp32 accumulate (full rate on the professional board) 364.2 dense / 728.5 sparse (Ada
+    # whitepaper above) = fp8 dense 1457 / 2 / 2
+    "rtx-6000-ada": (91.1 * T, 364.2 * T, 364.2 * T, 960 * G),
+    # https://www.nvidia.com/content/dam/en-zz/Solutions/products/workstations/nvidia-rtx-a5000-datasheet.pdf quotes
+    # only sparse: "Tensor performance 222.2 TFLOPS" (fp16, fp32 accumulate at full rate) -> dense 222.2 / 2;
+    # 27.8 TFLOPS fp32, 768 GB/s
+    "rtx-a5000": (27.8 * T, 222.2 * T / 2, 222.2 * T / 2, 768 * G),
     # https://www.nvidia.com/en-us/data-center/l4/ quotes only sparse: fp16/bf16 242* TFLOPS -> dense 242 / 2
     "l4": (30.3 * T, 242 * T / 2, 242 * T / 2, 300 * G),
     # https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf
@@ -107,6 +122,7 @@ ALIASES = [
     ("1080ti", "gtx-1080-ti"), ("gtx1080ti", "gtx-1080-ti"), ("titanv", "titan-v"), ("titan-v", "titan-v"),
     ("titanrtx", "titan-rtx"), ("titan-rtx", "titan-rtx"), ("a30", "a30"), ("v100-pcie-32gb", "v100-pcie-32gb"),
     ("rtx3090", "rtx-3090"), ("3090", "rtx-3090"), ("rtx4090", "rtx-4090"), ("4090", "rtx-4090"),
+    ("rtx3080", "rtx-3080"), ("4080", "rtx-4080"), ("rtx6000-ada", "rtx-6000-ada"), ("a5000", "rtx-a5000"),
     ("titanx", "gtx-titan-x-maxwell"), ("titan-x-maxwell", "gtx-titan-x-maxwell"),
     ("a100-40gb", "a100-sxm4-40gb"), ("h100-pcie", "h100-pcie-80gb"), ("v100-32gb", "v100-sxm2-32gb"),
     ("v100-pcie", "v100-pcie-16gb"),
