@@ -112,6 +112,15 @@ DATASHEET: dict[str, tuple[float, float | None, float | None, float]] = {
     "h100-pcie-80gb": (51.2 * T, 756 * T, 756 * T, 2.0e12),
     # https://www.nvidia.com/en-us/data-center/h200/ quotes only sparse: fp16/bf16 1979* TFLOPS -> dense / 2
     "h200-sxm-141gb": (67 * T, 1979 * T / 2, 1979 * T / 2, 4.8e12),
+    # https://nvdam.widen.net/s/wwnsxrhm2w/blackwell-datasheet-3384703 ("Individual Blackwell GPU Specifications", HGX
+    # B200 column): 75 TFLOPS fp32, fp16/bf16 4.5 PFLOPS with sparsity -> dense / 2, 180 GB HBM3e at 7.7 TB/s
+    "b200": (75 * T, 4500 * T / 2, 4500 * T / 2, 7.7e12),
+    # https://images.nvidia.com/aem-dam/Solutions/geforce/blackwell/nvidia-rtx-blackwell-gpu-architecture.pdf
+    # RTX 5090 104.8 TFLOPS fp32; fp16/bf16 tensor with fp32 accumulate "209.5/419": dense 209.5; 1792 GB/s
+    "rtx-5090": (104.8 * T, 209.5 * T, 209.5 * T, 1792 * G),
+    # https://www.nvidia.com/en-us/data-center/h100/ (H100 NVL column, per GPU): 60 TFLOPS fp32, fp16/bf16 1,671*
+    # TFLOPS with sparsity -> dense / 2, 94 GB HBM3 at 3.9 TB/s
+    "h100-nvl-94gb": (60 * T, 1671 * T / 2, 1671 * T / 2, 3.9e12),
 }
 
 # (alias, file stem) as the project specifies them; loader matching ignores case.
@@ -128,6 +137,8 @@ ALIASES = [
     ("v100-pcie", "v100-pcie-16gb"),
     ("a100-pcie", "a100-pcie-40gb"), ("a6000", "rtx-a6000"), ("2080ti", "rtx-2080-ti"),
     ("RTX4090", "rtx-4090"), ("H100", "h100-sxm5-80gb"),
+    ("B200", "b200"), ("hgx-b200", "b200"), ("rtx5090", "rtx-5090"), ("5090", "rtx-5090"),
+    ("h100-nvl", "h100-nvl-94gb"),
 ]
 
 
@@ -278,7 +289,7 @@ def test_required_gpu_fields_are_present(stem):
     assert l2.shared_by == c.sm_count.value
     # fp16 on CUDA cores from GP100 on; bf16 from Ampere on; neither on Kepler/Maxwell
     assert ("fp16" in c.vector_dtypes) == (stem not in ("k80-gk210", "gtx-titan-x-maxwell"))
-    assert ("bf16" in c.vector_dtypes) == (p.architecture.split()[0] in ("Ampere", "Ada", "Hopper"))
+    assert ("bf16" in c.vector_dtypes) == (p.architecture.split()[0] in ("Ampere", "Ada", "Hopper", "Blackwell"))
 
 
 # stem: (published sustained HBM bytes/s, {dtype: published sustained GEMM FLOP/s}), typed in from the sources
