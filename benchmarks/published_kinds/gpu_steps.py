@@ -157,7 +157,7 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
         except RooflineError as exc:
             raise DatasetError(f"{block.id} row {row.id}: {exc}") from None
         comparisons.append(Comparison(
-            row_id=row.id, source_id=block.id, holdout=block.holdout, fresh=block.fresh,
+            row_id=row.id, source_id=block.id, holdout=block.holdout, fresh=block.fresh, third=block.third,
             published=row.published_step_s,
             predicted=predicted, settings=row.settings(),
             groups={"model": row.model, "gpu": row.gpu, "mode": row.mode, "precision": row.precision,
@@ -202,15 +202,24 @@ def extra_sections(dataset: dict[str, Any], comparisons: list[Comparison]) -> li
     return lines
 
 
+def _held_out_label(block: Any) -> str:
+    """Which part a source block's rows are in, as the legend names it."""
+    if block.third:
+        return " (third held-out)"
+    return " (fresh held-out)" if block.fresh else " (held out)" if block.holdout else ""
+
+
 def legend(dataset: dict[str, Any]) -> list[str]:
     blocks = source_blocks(dataset)
-    held = [b for b in blocks if b.holdout and not b.fresh]
+    held = [b for b in blocks if b.holdout and not b.fresh and not b.third]
     fresh = [b for b in blocks if b.fresh]
+    third = [b for b in blocks if b.third]
     lines = [
         f"Dataset: benchmarks/published/gpu-steps.yaml, {sum(len(b.rows) for b in blocks)} rows from "
         f"{len(blocks)} source blocks; held out: {', '.join(b.id for b in held)} "
         f"({sum(len(b.rows) for b in held)} rows); fresh held-out: {', '.join(b.id for b in fresh) or 'none'} "
-        f"({sum(len(b.rows) for b in fresh)} rows).",
+        f"({sum(len(b.rows) for b in fresh)} rows); third held-out: {', '.join(b.id for b in third) or 'none'} "
+        f"({sum(len(b.rows) for b in third)} rows).",
         f"Held-out rule (committed before any error was computed): {dataset.get('holdout_rule', 'not stated')}",
         "Predicted: `predict_step` with the shipped profiles, no calibration; each row's stated settings; inputs "
         "from a loader copied from pinned memory each step (on a stream of their own where the loader prefetches), "
@@ -219,6 +228,5 @@ def legend(dataset: dict[str, Any]) -> list[str]:
         "",
         "Sources:",
     ]
-    lines += [f"- `{b.id}`{' (fresh held-out)' if b.fresh else ' (held out)' if b.holdout else ''}: "
-              f"{b.citation or b.script} ({b.framework})" for b in blocks]
+    lines += [f"- `{b.id}`{_held_out_label(b)}: {b.citation or b.script} ({b.framework})" for b in blocks]
     return lines

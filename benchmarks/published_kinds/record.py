@@ -5,7 +5,8 @@ A dataset is `kind: <comparer>` and `sources:`, a list of blocks. A block is one
 or one run of this project on a lent machine (`kind: measured-here`, with the `script` that measured them and
 the `date`). `holdout: true` puts the whole block in the held-out part; `fresh: true` with it puts the block in
 a held-out set of its own, gathered after the first held-out part's errors had been seen (so that part no longer
-tests generalization honestly) and committed before any error of its rows was computed. `defaults` are row
+tests generalization honestly) and committed before any error of its rows was computed; `third: true` with it
+puts the block in a third such set, gathered after the fresh set's errors had been seen too. `defaults` are row
 fields the block's rows share; a row's own fields override them.
 """
 
@@ -35,6 +36,9 @@ class SourceBlock(BaseModel):
     fresh: bool = False
     """A held-out block of the fresh set: committed before any of its errors was computed, after the first
     held-out part's errors had been visible while mechanisms were chosen; reported as a part of its own."""
+    third: bool = False
+    """A held-out block of the third set: committed before any of its errors was computed, after the fresh set's
+    errors had been visible while mechanisms were changed; reported as a part of its own."""
     citation: str | None = None
     script: str | None = None
     """measured-here: the command that measured the rows, runnable from the repository root."""
@@ -53,8 +57,10 @@ class SourceBlock(BaseModel):
             raise ValueError("a measured-here block needs `script` (the command) and `date`")
         if not self.rows:
             raise ValueError("a block needs at least one row")
-        if self.fresh and not self.holdout:
-            raise ValueError("`fresh: true` marks a held-out block: it needs `holdout: true`")
+        if (self.fresh or self.third) and not self.holdout:
+            raise ValueError("`fresh: true` and `third: true` mark held-out blocks: they need `holdout: true`")
+        if self.fresh and self.third:
+            raise ValueError("a block is in one held-out set: `fresh: true` or `third: true`, not both")
         return self
 
     def merged_rows(self) -> list[dict[str, Any]]:
@@ -106,10 +112,14 @@ class Comparison:
     """Comparer-specific facts shown beside the error (predicted memory, whether the batch fits, ...)."""
     fresh: bool = False
     """In the fresh held-out set (`SourceBlock.fresh`)."""
+    third: bool = False
+    """In the third held-out set (`SourceBlock.third`)."""
 
     @property
     def part(self) -> str:
-        """'fitted', 'held_out' (the first held-out set) or 'fresh_held_out'."""
+        """'fitted', 'held_out' (the first held-out set), 'fresh_held_out' or 'third_held_out'."""
+        if self.third:
+            return "third_held_out"
         return "fresh_held_out" if self.fresh else "held_out" if self.holdout else "fitted"
 
     @property
