@@ -57,12 +57,37 @@ def default_reserve_bytes(is_gpu: bool) -> float:
 
 
 def saved_activation_elements(workload: Workload) -> Num:
-    """Activation elements autograd holds for backward: every op's saved tensors, less those two consecutive
-    ops both count but autograd holds once (a ReLU keeps its output and the convolution or linear layer
-    after it keeps that same tensor as its input)."""
-    ops = [op for op in workload.ops if not op.is_free]
-    shared = sum(a.output_elements() for a, b in itertools.pairwise(ops) if a.saves_output and b.saves_input)
-    return sum(op.saved_elements() for op in workload.ops) - shared
+    """Activation elements autograd holds for backward: every op's saved tensors, each tensor once. Ops that
+    save the same tensor share it (a ReLU keeps its output and the convolution or linear layer after it keeps
+    that same tensor as its input; BERT's query, key and value projections all keep their one input), which the
+    workload's dataflow names: a view or an in-place op's result is the tensor it was made from."""
+    flow = workload.flow()
+    by_name = {op.name: op for op in workload.ops}
+
+    def tensor(name: str) -> str:
+        """The op whose result `name`'s result is (following views and in-place writes back to it)."""
+        while name in by_name and (by_name[name].is_free or name in flow.inplace) and flow.reads.get(name):
+            name = flow.reads[name][0]
+        return name
+
+    held: set[str] = set()
+    total: Num = 0
+    for op in workload.ops:
+        saved = op.saved_elements()
+        if op.is_free or not saved:
+            continue
+        if op.saves_output:
+            kept = tensor(op.name)
+        elif op.saves_input and len(flow.reads.get(op.name, ())) == 1 and op.name not in flow.inplace:
+            kept = tensor(flow.reads[op.name][0])
+        else:  # several inputs, or an in-place op whose input autograd must keep apart from what overwrites it
+            total += saved
+            continue
+        if kept in held and kept in by_name:
+            saved -= min(saved, by_name[kept].output_elements())
+        held.add(kept)
+        total += saved
+    return total
 
 
 def memory_breakdown(workload: Workload, precision: Precision, train: bool, optimizer: str = "sgd",

@@ -78,8 +78,10 @@ class Elementwise(Op):
     an upper bound), or `copy`: a cast or a layout change that reads and writes every element once.
 
     Backward: an add passes dY through to each input without a kernel (autograd hands over the same tensor);
-    sub negates one of them; mul and div need the other operand, so they read dY and the saved inputs and
-    write one gradient per tensor input; a copy is copied back.
+    sub negates one of them; mul and div by another tensor need that operand, so they read dY and the saved
+    inputs and write one gradient per tensor input; mul and div by a Python number (`inputs=1`: x * 0.5, the
+    attention scores' 1/sqrt(d)) save no tensor (PyTorch's derivatives.yaml, mul.Scalar and div.Scalar: the
+    gradient is grad * other) and read dY alone; a copy is copied back.
     """
 
     numel: Num
@@ -110,7 +112,7 @@ class Elementwise(Op):
             return Traffic(activations_read=self.inputs * n, activations_written=n)
         if pass_ == "backward_weight" or self.op == "add":
             return Traffic()
-        if self.op in ("sub", "copy"):
+        if self.op in ("sub", "copy") or self.inputs == 1:
             return Traffic(activations_read=n, activations_written=n)
         return Traffic(activations_read=(1 + self.inputs) * n, activations_written=self.inputs * n)
 
@@ -122,7 +124,7 @@ class Elementwise(Op):
         return self.inputs if self.op in ("mul", "div") else 1
 
     def saved_elements(self) -> Num:
-        return self.inputs * self.numel if self.op in ("mul", "div") else 0
+        return self.inputs * self.numel if self.op in ("mul", "div") and self.inputs > 1 else 0
 
     def output_elements(self) -> Num:
         return self.numel
