@@ -350,7 +350,8 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
         if not p.fits and not allow_oversize:
             raise DoesNotFit(f"{name} at batch {p.batch_size} ({p.precision}{', training' if p.train else ''}) needs "
                              f"{p.memory.total / 2**30:.2f} GiB but {p.device} has "
-                             f"{p.capacity_bytes / 2**30:.2f} GiB; use a smaller --batch, a 16-bit --precision, "
+                             f"{p.capacity_bytes / 2**30:.2f} GiB; use a smaller --batch, "
+                             f"{'' if prec.storage_bytes <= 2 else 'a 16-bit --precision, '}"
                              "or --allow-oversize to see the time anyway")
     out = _prediction_dict(preds[0])
     out["batches"] = [{"batch_size": p.batch_size, "step_time_s": p.step_time_s, "samples_per_s": p.samples_per_s,
