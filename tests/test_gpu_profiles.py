@@ -396,3 +396,28 @@ def test_published_gemm_rates_price_the_products(stem):
         # RTX 5090 bf16: 238.04 of 209.5, 1.136x)
         peak = profile.tensor_cores[dtype].dense_flops_per_s.value if tensor else profile.peak_flops_per_s[dtype].value
         assert 0.5 < rate / peak < 1.2
+
+
+@pytest.mark.parametrize(("stem", "sibling", "expected"), [
+    # RTX A5000: GA102 like the RTX 3090, whose sgemm sustains 24.79 of its rated 35.6 TFLOP/s
+    ("rtx-a5000", "rtx-3090", 27.8e12 * 24.79 / 35.6),
+    # L40: AD102 like the L40S, 46.88 of 91.6
+    ("l40", "l40s", 90.5e12 * 46.88 / 91.6),
+])
+def test_a_board_without_a_measurement_takes_its_siblings_measured_share(stem, sibling, expected):
+    from roofline.model.ceilings import ceilings_for
+    from roofline.workload.precision import get_precision
+
+    c = ceilings_for(SHIPPED[stem], get_precision("fp32"))
+    assert c.vector_flops_per_s == pytest.approx(expected, rel=1e-3)
+    assert c.provenance["vector_flops_per_s"] == "derived from a sibling board's measurement"
+    assert sibling in SHIPPED[stem].sustained_flops_per_s["fp32"].derived
+
+
+def test_h100_nvl_memory_at_the_h100_sxm5s_measured_share():
+    from roofline.model.ceilings import ceilings_for
+    from roofline.workload.precision import get_precision
+
+    # BabelStream Triad 2.97 TB/s of the SXM5's 3.35 datasheet, applied to the NVL's 3.9
+    c = ceilings_for(SHIPPED["h100-nvl-94gb"], get_precision("bf16"))
+    assert c.levels[-1].bandwidth_bytes_per_s == pytest.approx(3.9e12 * 2.97 / 3.35, rel=1e-3)

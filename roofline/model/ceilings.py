@@ -15,7 +15,7 @@ from functools import cached_property
 from roofline.errors import RooflineError
 from roofline.hardware.derived import matrix_peak, memory_levels, ridge_point, vector_peak
 from roofline.hardware.runtime import EAGER_CUDA, load_runtime
-from roofline.hardware.schema import GpuProfile, MeasuredConvPoint, Profile
+from roofline.hardware.schema import Figure, GpuProfile, MeasuredConvPoint, Profile
 from roofline.model.cpu_runtime.runtime import CpuRuntime, recorded_runtime
 from roofline.workload.precision import Precision
 
@@ -308,6 +308,13 @@ def sustained_matrix_rate(profile: GpuProfile, dtype: str, runtime: str | None =
     return dense * share, "datasheet x measured library share"
 
 
+def _sustained_provenance(figure: Figure) -> str:
+    """How a profile's sustained figure was obtained: measured on this board, or derived from a measurement of a
+    sibling board of the same chip or architecture (its share of that board's datasheet figure, applied to this
+    one's)."""
+    return "published measurement" if figure.source else "derived from a sibling board's measurement"
+
+
 def runtime_figures(runtime: str, levels: tuple[Level, ...],
                     element_bytes: int) -> tuple[dict[str, float], dict[str, float]]:
     """(host seconds per layer call by kind, kernel streaming rates by kernel key) of eager PyTorch on a GPU
@@ -354,7 +361,7 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
         matrix_value, provenance["matrix_flops_per_s"] = sustained_matrix_rate(profile, dtype, runtime)
     elif isinstance(profile, GpuProfile) and dtype in profile.sustained_flops_per_s:
         vector_value = profile.sustained_flops_per_s[dtype].value
-        provenance["vector_flops_per_s"] = "published measurement"
+        provenance["vector_flops_per_s"] = _sustained_provenance(profile.sustained_flops_per_s[dtype])
     elif isinstance(profile, GpuProfile) and not measured and runtime:
         vector_value *= load_runtime(runtime).gemm_sustained_share.by_dtype.get(dtype, 1.0)
         provenance["vector_flops_per_s"] = "derived x measured library share"
@@ -369,7 +376,7 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
     sustained_dram = profile.memory.sustained_bandwidth_bytes_per_s
     if not measured and sustained_dram is not None:
         levels = (*levels[:-1], Level(levels[-1].name, levels[-1].capacity_bytes, sustained_dram.value))
-        provenance["dram_bandwidth"] = "published measurement"
+        provenance["dram_bandwidth"] = _sustained_provenance(sustained_dram)
     o = profile.overheads
     dispatch = o.framework_dispatch_s.value
     if measured and measured.framework_dispatch_s:
