@@ -248,12 +248,15 @@ def _bound(compute_s: float, memory_s: float, layout_s: float, work_s: float, ho
 
 
 def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
-    """Predict one pass of one op: compute time, memory time, host time, then the CPU's layout conversions
-    (which add to the device's work), and the bound that decides."""
+    """Predict one pass of one op: compute time, memory time, host time, then the layout conversions around a
+    convolution over NCHW tensors (oneDNN's reorders on a CPU, cuDNN's transposes on a GPU), kernels of their own
+    whose time adds to the device's work, and the bound that decides."""
     c = ctx.ceilings
     flops = float(op.flops(pass_))
     traffic = op.traffic(pass_)
-    act_bytes = float((traffic.activations_read + traffic.activations_written) * ctx.activation_bytes)
+    read_bytes = float(traffic.activations_read * ctx.activation_bytes)
+    written_bytes = float(traffic.activations_written * ctx.activation_bytes)
+    act_bytes = read_bytes + written_bytes
     w_bytes = float((traffic.weights_read + traffic.weights_written) * ctx.weight_bytes)
     launches = op.launches(pass_)
     if op.is_free or (flops == 0 and act_bytes + w_bytes == 0):
@@ -270,16 +273,16 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     weight_level = _level_for(c.levels, max(ctx.weight_reuse_bytes, w_bytes), c.is_gpu)
     cold_weight = w_bytes > 0 and weight_level is c.levels[-1]
     compute_s, l2_bytes, path = _compute_s(op, views, pass_, ctx, flops, call_s, slow2d, notes, cold_weight)
-    transpose_s = _transpose_s(op, ctx, path, float(traffic.activations_read * ctx.activation_bytes),
-                               float(traffic.activations_written * ctx.activation_bytes), notes)
+    transpose_s = _transpose_s(op, ctx, path, read_bytes, written_bytes, notes)
     memory_s, level_name = _memory_s(op, bool(views), pass_, ctx, act_bytes, w_bytes, weight_level, l2_bytes,
                                    notes)
     host_s = call_s * launches * ctx.host_call_factor
     launch_s = c.launch_s * launches if c.is_gpu else 0.0
-    layout_s = layout_conversion_s(op, pass_, act_bytes, ctx, onednn) + transpose_s
-    if layout_s > transpose_s:
+    conversion_s = layout_conversion_s(op, pass_, act_bytes, ctx, onednn)
+    if conversion_s:
         notes.append(Note("layout conversion", f"NCHW activations: {act_bytes / 1e6:.3g} MB converted to the "
-                          f"blocked layout and back ({layout_s * 1e3:.3g} ms; use channels_last)"))
+                          f"blocked layout and back ({conversion_s * 1e3:.3g} ms; use channels_last)"))
+    layout_s = conversion_s + transpose_s
     work_s = max(compute_s, memory_s) + layout_s
     bound = _bound(compute_s, memory_s, layout_s, work_s, host_s, launch_s, level_name)
     return OpCost(op.name, op.kind, pass_, flops, act_bytes + w_bytes, compute_s, memory_s, host_s,

@@ -10,7 +10,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
-from roofline.workload.ops.base import Num, Workload
+from roofline.workload.ops.base import MODEL_INPUT, Num, Workload
 from roofline.workload.precision import Precision
 
 OPTIMIZER_STATE_PER_PARAM = {"sgd": 0, "momentum": 1, "momentum-unfused": 1, "adam": 2, "adam-unfused": 2}
@@ -63,13 +63,7 @@ def saved_activation_elements(workload: Workload) -> Num:
     workload's dataflow names: a view or an in-place op's result is the tensor it was made from."""
     flow = workload.flow()
     by_name = {op.name: op for op in workload.ops}
-
-    def tensor(name: str) -> str:
-        """The op whose result `name`'s result is (following views and in-place writes back to it)."""
-        while name in by_name and (by_name[name].is_free or name in flow.inplace) and flow.reads.get(name):
-            name = flow.reads[name][0]
-        return name
-
+    storage = flow.storages(workload.ops)
     held: set[str] = set()
     total: Num = 0
     for op in workload.ops:
@@ -77,9 +71,9 @@ def saved_activation_elements(workload: Workload) -> Num:
         if op.is_free or not saved:
             continue
         if op.saves_output:
-            kept = tensor(op.name)
+            kept = storage[op.name]
         elif op.saves_input and len(flow.reads.get(op.name, ())) == 1 and op.name not in flow.inplace:
-            kept = tensor(flow.reads[op.name][0])
+            kept = storage.get(flow.reads[op.name][0], MODEL_INPUT)
         else:  # several inputs, or an in-place op whose input autograd must keep apart from what overwrites it
             total += saved
             continue

@@ -103,13 +103,6 @@ def forward_requests(op: Op, inplace: bool, conv_layout: str | None, block: int)
     return [("+out", op.output_elements())]
 
 
-def _source(name: str, present: set[str], flow: Dataflow) -> str:
-    """The op whose result `name` is, reading through ops a pass leaves out (dropout in eval mode)."""
-    while name not in present and name != MODEL_INPUT and flow.reads.get(name):
-        name = flow.reads[name][0]
-    return name
-
-
 def inference_requests(ops: list[Op], flow: Dataflow, element_bytes: int, block: int,
                        conv_layout: dict[str, str]) -> list[Request]:
     """The allocations and frees of one forward pass, in order: each op's own (`forward_requests`), then the
@@ -119,7 +112,7 @@ def inference_requests(ops: list[Op], flow: Dataflow, element_bytes: int, block:
     storage: dict[str, str] = {MODEL_INPUT: MODEL_INPUT}
     last_read: dict[str, int] = {}
     for index, op in enumerate(ops):
-        reads = [storage.get(_source(r, present, flow), MODEL_INPUT) for r in flow.reads.get(op.name, ())]
+        reads = [storage.get(flow.source(r, present), MODEL_INPUT) for r in flow.reads.get(op.name, ())]
         aliases = op.is_free or op.name in flow.inplace
         storage[op.name] = reads[0] if aliases and reads else op.name
         for s in reads:
@@ -211,15 +204,10 @@ def training_requests(ops: list[Op], flow: Dataflow, element_bytes: int, weight_
     n = len(ops)
     index = {op.name: i for i, op in enumerate(ops)}
     present = set(index)
-    reads = {op.name: [_source(r, present, flow) for r in flow.reads.get(op.name, ())] for op in ops}
-    storage: dict[str, str] = {MODEL_INPUT: MODEL_INPUT}
+    reads = {op.name: [flow.source(r, present) for r in flow.reads.get(op.name, ())] for op in ops}
+    storage = flow.storages(ops)
     grad: dict[str, bool] = {MODEL_INPUT: False}
     for op in ops:
-        aliases = op.is_free or op.name in flow.inplace
-        if aliases:  # a view of nothing the step allocated (a reshape of the input ids) is the input's
-            storage[op.name] = storage.get(reads[op.name][0], MODEL_INPUT) if reads[op.name] else MODEL_INPUT
-        else:
-            storage[op.name] = op.name
         grad[op.name] = bool(op.params()) or any(grad.get(r, False) for r in reads[op.name])
     clones = {op.name for op in ops if grad[op.name] and op.name in flow.inplace and op.saves_input}
 

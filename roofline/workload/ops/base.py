@@ -226,6 +226,26 @@ class Dataflow:
     """op name -> names of the ops whose results it reads, in argument order."""
     inplace: frozenset[str] = frozenset()
 
+    def source(self, name: str, present: set[str]) -> str:
+        """The op whose result `name` is, reading through ops a pass leaves out (dropout in eval mode)."""
+        while name not in present and name != MODEL_INPUT and self.reads.get(name):
+            name = self.reads[name][0]
+        return name
+
+    def storages(self, ops: list[Op]) -> dict[str, str]:
+        """Op name -> the op whose result's memory it is: a view or an in-place op's result is the tensor it was
+        made from (MODEL_INPUT for a view of nothing the step allocated, a reshape of the input ids); every
+        other op's result is its own."""
+        present = {op.name for op in ops}
+        storage = {MODEL_INPUT: MODEL_INPUT}
+        for op in ops:
+            reads = self.reads.get(op.name, ())
+            if op.is_free or op.name in self.inplace:
+                storage[op.name] = storage.get(self.source(reads[0], present), MODEL_INPUT) if reads else MODEL_INPUT
+            else:
+                storage[op.name] = op.name
+        return storage
+
     @classmethod
     def chain(cls, ops: list[Op]) -> Dataflow:
         """Each op reads the one before it (the first reads the input), none in place: a plain feed-forward
