@@ -77,6 +77,9 @@ class Ceilings:
     """The same, called back to back (an op alone in a loop): `CostContext.warm_calls` uses it."""
     kernel_bytes_per_s: dict[str, float] = field(default_factory=dict)
     """Measured forward rate of non-GEMM kernels by `op.kernel`: a ceiling below the memory level's."""
+    tf32_across_share: float = 1.0
+    """GPU: the share of its priced rate a TF32 product with both operands stored across its reduction runs at
+    (the runtime profile's measurement; 1 without a runtime)."""
     levels: tuple[Level, ...] = ()
     dispatch_s: float = 0.0
     dispatch_s_by_kind: dict[str, float] = field(default_factory=dict)
@@ -315,6 +318,20 @@ def _sustained_provenance(figure: Figure) -> str:
     return "published measurement" if figure.source else "derived from a sibling board's measurement"
 
 
+def _fp32_cuda_core_rate(profile: GpuProfile, datasheet: float, runtime: str | None) -> tuple[float, str]:
+    """(FLOP/s, provenance) of the CUDA cores' fp32 path beside TF32 tensor cores: what an fp32 step's products
+    run at on the same board (its measurement, a published one, or the datasheet times the runtime profile's
+    share), so a TF32 step that falls back to the CUDA cores gets the same rate an fp32 step does."""
+    measured = profile.measured
+    if measured and "fp32" in measured.peak_flops:
+        return measured.peak_flops["fp32"], "measured"
+    if "fp32" in profile.sustained_flops_per_s:
+        figure = profile.sustained_flops_per_s["fp32"]
+        return figure.value, _sustained_provenance(figure)
+    share = load_runtime(runtime).gemm_sustained_share.by_dtype.get("fp32") if runtime else None
+    return (datasheet * share, "derived x measured library share") if share else (datasheet, "derived")
+
+
 def runtime_figures(runtime: str, levels: tuple[Level, ...],
                     element_bytes: int) -> tuple[dict[str, float], dict[str, float]]:
     """(host seconds per layer call by kind, kernel streaming rates by kernel key) of eager PyTorch on a GPU
@@ -359,6 +376,8 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
             provenance["vector_flops_per_s"] = "measured"
     elif isinstance(profile, GpuProfile) and dtype in profile.tensor_cores:
         matrix_value, provenance["matrix_flops_per_s"] = sustained_matrix_rate(profile, dtype, runtime)
+        if dtype == "tf32":
+            vector_value, provenance["vector_flops_per_s"] = _fp32_cuda_core_rate(profile, vector_value, runtime)
     elif isinstance(profile, GpuProfile) and dtype in profile.sustained_flops_per_s:
         vector_value = profile.sustained_flops_per_s[dtype].value
         provenance["vector_flops_per_s"] = _sustained_provenance(profile.sustained_flops_per_s[dtype])
@@ -396,6 +415,10 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
     if isinstance(profile, GpuProfile) and not measured and runtime:
         dispatch_by_kind, kernel_rates = runtime_figures(runtime, levels, precision.storage_bytes)
         provenance["dispatch_s"] = provenance["kernel_rates"] = "runtime profile (measured on an H100 host)"
+    across = 1.0
+    if isinstance(profile, GpuProfile) and runtime:
+        across = load_runtime(runtime).tf32_operands_across_share.value
+        provenance["tf32_across_share"] = "runtime profile (measured on an H100 host)"
     units = int(profile.compute.sm_count.value) if isinstance(profile, GpuProfile) else int(
         profile.compute.cores.value * profile.compute.sockets)
     is_gpu = isinstance(profile, GpuProfile)
@@ -417,7 +440,8 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
         conv_efficiency_fits=fit_conv_efficiencies(measured.conv_efficiency_points) if measured else {},
         conv_fixed_s=dict(measured.conv_fixed_s) if measured else {},
         conv_fixed_warm_s=dict(measured.conv_fixed_warm_s) if measured else {},
-        kernel_bytes_per_s=kernel_rates, levels=levels, dispatch_s=dispatch, dispatch_s_by_kind=dispatch_by_kind,
+        kernel_bytes_per_s=kernel_rates, tf32_across_share=across, levels=levels, dispatch_s=dispatch,
+        dispatch_s_by_kind=dispatch_by_kind,
         page_fault_bytes_per_s=measured.page_fault_bytes_per_s if measured and not is_gpu else None,
         cpu_runtime=recorded_runtime(measured.environment) if measured and not is_gpu else None,
         layout_conversion_bytes_per_s=dict(measured.layout_conversion_bytes_per_s) if measured and not is_gpu

@@ -161,6 +161,38 @@ def _vector_s(op: Op, pass_: str, ctx: CostContext, flops: float, call_s: float,
     return fixed + (flops / rate if rate else 0.0), path
 
 
+def _operand_layout_s(op: Op, view: GemmView, seconds: float, path: str, ctx: CostContext,
+                      notes: list[Note]) -> float:
+    """A matrix product's `seconds` given how its operands are stored.
+
+    Tensor cores take an operand with its reduction dimension contiguous ("K-major"); the hardware transposes
+    one that is not on its way from shared memory only for 16-bit types (PTX ISA: `ldmatrix`'s `.trans` loads
+    `.b16` elements; "the transpose operation is only supported for the wgmma.mma_async variants with .f16/
+    .bf16 types", https://docs.nvidia.com/cuda/parallel-thread-execution/index.html#asynchronous-warpgroup-
+    level-matrix-instructions-wgmma-mma-async). One such operand costs nothing measurable: a matmul of two
+    contiguous tensors (B stored [k, n]) is what the sustained TF32 rate and XLA's H100 table were measured on.
+    A TF32 product with both (`GemmView.operands_across` = 2: a weight gradient dW = dY^T X) runs at the runtime
+    profile's measured share of its priced rate (`Ceilings.tf32_across_share`: 0.50 on the H100, from its BERT
+    step's profile), or on the CUDA cores where they are faster: TF32 only allows cuBLAS tensor-core kernels, and
+    its fp32 CUDA-core kernels read any layout (a GeForce board's TF32 peak is its fp32 peak). Convolutions are
+    not priced by it: cuDNN's implicit-GEMM kernels gather their operands through their own iterators, and their
+    TF32 weight gradients were not measured apart."""
+    c = ctx.ceilings
+    if view.operands_across < 2 or path != "tensor cores tf32" or not c.is_gpu or isinstance(op, Conv2d):
+        return seconds
+    across_s = seconds / c.tf32_across_share
+    cores_s = view.flops / c.vector_flops_per_s
+    if cores_s < across_s:
+        notes.append(Note("operand layout", "TF32 product with both operands stored across its reduction (a weight "
+                          f"gradient): the CUDA cores' fp32 path ({c.vector_flops_per_s / 1e12:.3g} TFLOP/s) is "
+                          f"faster than tensor cores at {c.tf32_across_share:.0%} of their rate"))
+        return cores_s
+    notes.append(Note("operand layout", f"TF32 product with both operands stored across its reduction (a weight "
+                      f"gradient): {c.tf32_across_share:.0%} of the rate, measured (16-bit products transpose "
+                      "them in hardware)"))
+    return across_s
+
+
 def _compute_s(op: Op, views: list[GemmView], pass_: str, ctx: CostContext, flops: float, call_s: float,
                slow2d: bool, notes: list[Note], cold_weight: bool = False) -> tuple[float, float, str]:
     """(seconds, L2 panel bytes, path) of the arithmetic: the GEMM views' times summed, else the vector path."""
@@ -170,7 +202,7 @@ def _compute_s(op: Op, views: list[GemmView], pass_: str, ctx: CostContext, flop
     compute_s, l2_bytes, path = 0.0, 0.0, ""
     for view in views:
         t, panel, path = _gemm_view_s(op, view, pass_, ctx, call_s, slow2d, notes, cold_weight)
-        compute_s += t
+        compute_s += _operand_layout_s(op, view, t, path, ctx, notes)
         l2_bytes += panel
     return compute_s, l2_bytes, path
 

@@ -215,7 +215,7 @@ def _linear(call: Call, name: str) -> list[Op] | None:
     x, w, b = call.arg(0, "input"), call.arg(1, "weight"), call.arg(2, "bias")
     batch, tokens = _rows(x.shape)
     if w.param is None:
-        ops: list[Op] = [ir.Gemm(name, m=batch * tokens, n=w.shape[0], k=w.shape[-1], count=1)]
+        ops: list[Op] = [ir.Gemm(name, m=batch * tokens, n=w.shape[0], k=w.shape[-1], b_layout="n_k")]
         if b is not None:
             ops.append(ir.Elementwise(f"{name}.bias", numel=batch * tokens * w.shape[0], inputs=2, op="add"))
         return ops

@@ -39,6 +39,11 @@ class GemmView:
     n: Num
     k: Num
     count: Num = 1
+    operands_across: int = 0
+    """How many of A and B are stored with the reduction dimension k not contiguous ("MN-major"), as the
+    framework hands them to the library: 0 for x @ W^T with nn.Linear's (out, in) weight, 1 for a matmul of two
+    contiguous tensors (B is [k, n]) and for dX = dY W, 2 for a weight gradient dW = dY^T X. Only a TF32
+    product on a GPU is priced by it (`roofline.model.costmodel`)."""
 
     @property
     def flops(self) -> Num:

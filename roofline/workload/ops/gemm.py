@@ -13,23 +13,32 @@ class Gemm(Op):
     """`count` products C[m, n] = A[m, k] @ B[k, n] of two activations (attention scores, a user's matmul).
 
     Both operands are activations, so backward computes dA = dC B^T and dB = A^T dC, two products the size
-    of the forward, and both count as backward_input (there is no weight to update).
+    of the forward, and both count as backward_input (there is no weight to update). A and dC are row-major;
+    `b_layout` is how B is stored: "k_n" (a contiguous [k, n] tensor, as a matmul of two contiguous tensors gets
+    it) or "n_k" (the transposed view of a contiguous [n, k] tensor, as F.linear's weight).
     """
 
     m: Num
     n: Num
     k: Num
     count: Num = 1
+    b_layout: str = "k_n"
     kind: str = field(init=False, default="gemm")
 
     def __post_init__(self) -> None:
         positive(m=self.m, n=self.n, k=self.k, count=self.count)
+        if self.b_layout not in ("k_n", "n_k"):
+            raise ValueError(f"{self.name}: b_layout '{self.b_layout}': expected k_n or n_k")
 
     def gemm_views(self, pass_: str) -> list[GemmView]:
+        # forward reduces over k, along which a [k, n] B is not contiguous; dA = dC B^T over n, along which an
+        # [n, k] B is not; dB = A^T dC over m, along which neither A nor dC is
+        b_across = int(self.b_layout == "k_n")
         if pass_ == "forward":
-            return [GemmView(self.m, self.n, self.k, self.count)]
+            return [GemmView(self.m, self.n, self.k, self.count, b_across)]
         if pass_ == "backward_input":
-            return [GemmView(self.m, self.k, self.n, self.count), GemmView(self.k, self.n, self.m, self.count)]
+            return [GemmView(self.m, self.k, self.n, self.count, 1 - b_across),
+                    GemmView(self.k, self.n, self.m, self.count, 2)]
         return []
 
     def flops(self, pass_: str) -> Num:
@@ -95,8 +104,12 @@ class Linear(Op):
 
     def gemm_views(self, pass_: str) -> list[GemmView]:
         m, n, k = self.rows, self.out_features, self.in_features
-        return {"forward": [GemmView(m, n, k)], "backward_input": [GemmView(m, k, n)],
-                "backward_weight": [GemmView(n, k, m)]}[pass_]
+        # the forward reduces over `in`, along which an (in, out) weight is not contiguous; dX = dY W over `out`,
+        # along which an (out, in) one is not; dW = dY^T X over the rows, along which neither dY nor X is
+        stored_in_out = int(self.weight_layout == "in_out")
+        return {"forward": [GemmView(m, n, k, 1, stored_in_out)],
+                "backward_input": [GemmView(m, k, n, 1, 1 - stored_in_out)],
+                "backward_weight": [GemmView(n, k, m, 1, 2)]}[pass_]
 
     @property
     def saves_input(self) -> bool:
