@@ -52,11 +52,16 @@ def test_fp16_faster_than_fp32_on_v100(v100):
 def test_amp_adds_the_weight_cast(v100):
     fp16 = step(v100, "fp16")
     amp = step(v100, "amp")
-    # autocast reads each fp32 master weight and writes an fp16 copy: 6 B x 67.1e6 / 900e9 = 0.447 ms
+    half_model = step(v100, "amp", autocast=False)
+    # each fp32 master weight read and written as an fp16 copy: 6 B x 67.1e6 / 900e9 = 0.447 ms
     cast = 6 * PARAMS / HBM
-    assert amp.amp_cast_s == pytest.approx(cast, rel=1e-9)
+    assert amp.amp_cast_s == half_model.amp_cast_s == pytest.approx(cast, rel=1e-9)
     assert fp16.amp_cast_s == 0
-    assert amp.step_time_s == pytest.approx(fp16.step_time_s + cast, rel=1e-6)
+    # apex O2 (the model in fp16): nothing else changes
+    assert half_model.step_time_s == pytest.approx(fp16.step_time_s + cast, rel=1e-6)
+    # autocast also casts the fp32 input batch before the first product: 6 B x 8192 x 4096 / 900e9 = 0.224 ms
+    input_cast = 6 * ROWS * WIDTH / HBM
+    assert amp.step_time_s == pytest.approx(fp16.step_time_s + cast + input_cast, rel=1e-6)
 
 
 def test_momentum_and_adam_stream_more_state(v100):

@@ -73,6 +73,10 @@ class GpuStepRow(BaseModel):
     statistics, dropout on (`roofline.model.step.StepOptions.forward_only`)."""
     attention: Literal["fused", "eager"] = "fused"
     """How the model's self-attention runs (`roofline.model.step.StepOptions.attention`)."""
+    amp_engine: Literal["autocast", "apex-o2"] = "autocast"
+    """How an `amp` row's mixed precision ran: torch.autocast or apex's O1 (per-op casts to the op lists' dtypes),
+    or apex's O2 (the model itself in fp16, fp32 master weights in the optimizer:
+    `roofline.model.step.StepOptions.autocast`)."""
     samples_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     step_time_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     notes: str | None = None
@@ -87,6 +91,8 @@ class GpuStepRow(BaseModel):
             raise ValueError("training rows name their optimizer (sgd, momentum, adam, none); inference rows none")
         if self.module_training and self.mode != "inference":
             raise ValueError("module_training marks a forward pass timed alone: an inference row")
+        if self.amp_engine != "autocast" and self.precision != "amp":
+            raise ValueError("amp_engine describes an amp row")
         return self
 
     @property
@@ -116,7 +122,9 @@ class GpuStepRow(BaseModel):
         size = f"{self.input_size} px" if self.input_size else f"seq {self.seq_len}"
         layout = ", NHWC" if self.channels_last else ""
         update = f", {self.optimizer}" if self.optimizer else ""
-        return f"{self.model} {self.mode} {self.gpu} {self.precision} b{self.batch} {size}{layout}, {self.data}{update}"
+        engine = f" ({self.amp_engine})" if self.amp_engine != "autocast" else ""
+        return (f"{self.model} {self.mode} {self.gpu} {self.precision}{engine} b{self.batch} {size}{layout}, "
+                f"{self.data}{update}")
 
 
 def _predict(row: GpuStepRow) -> tuple[float, Any, str, str]:
@@ -130,7 +138,7 @@ def _predict(row: GpuStepRow) -> tuple[float, Any, str, str]:
                        include_transfer=on_loader, prefetch=row.data == "prefetched",
                        zero_grad_to_none=row.zero_grad_to_none,
                        channels_last=row.channels_last, sync_points=SYNC_POINTS_PER_STEP, fp32_math=row.fp32_math,
-                       attention=row.attention, norm_reads=row.norm_reads,
+                       attention=row.attention, norm_reads=row.norm_reads, autocast=row.amp_engine == "autocast",
                        forward_only=row.module_training)
     pred = predict_step(workload, profile, get_precision(row.precision), opts)
     step_s = pred.step_time_s - (pred.optimizer_s if row.optimizer == "none" else 0.0)

@@ -14,8 +14,9 @@ class CostContext:
     """Model-level facts one op's cost depends on."""
 
     ceilings: Ceilings
-    activation_bytes: int
-    """Bytes per activation element at this precision."""
+    activation_bytes: float
+    """Bytes per activation element at this precision (what an op reads; a mean over its inputs where autocast
+    gives them different dtypes)."""
     weight_bytes: int
     """Bytes per weight element the kernels read (fp16 copies under AMP)."""
     weight_reuse_bytes: float = 0.0
@@ -27,6 +28,9 @@ class CostContext:
     warm_calls: bool = False
     """The op runs back to back on its own (`StepOptions.alone`): per-call costs are the warm figures
     calibration measured back to back, not those of a layer called after other layers evicted its code."""
+    output_bytes: float | None = None
+    """Bytes per element of what the op writes where that differs from what it reads (an autocast cast, an add
+    that promotes an fp16 input to fp32: `roofline.model.autocast`); None: `activation_bytes`."""
     host_call_factor: float = 1.0
     """How much more each layer call costs the host than the per-call figures say: the runtime profile's
     training factor in a GPU training step (autograd's recording and backward engine), else 1."""

@@ -287,7 +287,8 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     flops = float(op.flops(pass_))
     traffic = op.traffic(pass_)
     read_bytes = float(traffic.activations_read * ctx.activation_bytes)
-    written_bytes = float(traffic.activations_written * ctx.activation_bytes)
+    written_bytes = float(traffic.activations_written
+                          * (ctx.activation_bytes if ctx.output_bytes is None else ctx.output_bytes))
     act_bytes = read_bytes + written_bytes
     w_bytes = float((traffic.weights_read + traffic.weights_written) * ctx.weight_bytes)
     launches = op.launches(pass_)

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 from roofline.errors import RooflineError
 from roofline.hardware.runtime import EAGER_CUDA, load_runtime
 from roofline.hardware.schema import GpuProfile, Profile
-from roofline.model.ceilings import Ceilings, ceilings_for
+from roofline.model.autocast import FLOAT_BYTES, LOWER_PRECISION_KINDS, AutocastFlow, Cast, autocast_flow
+from roofline.model.ceilings import Ceilings, ceilings_for, runtime_figures
 from roofline.model.context import CostContext
 from roofline.model.costmodel import OpCost, op_cost, with_first_touch
 from roofline.model.cpu_runtime.heap_requests import first_touch_bytes
@@ -28,6 +29,7 @@ from roofline.model.step_plan import StepPlan, plan_for
 from roofline.workload.ops.attention import ATTENTION_PATHS, with_eager_attention
 from roofline.workload.ops.base import Op, Workload
 from roofline.workload.ops.conv import Conv2d
+from roofline.workload.ops.pointwise import Elementwise
 from roofline.workload.precision import PRECISIONS, Precision
 
 OPTIMIZER_TRAFFIC = {
@@ -100,6 +102,11 @@ class StepOptions:
     fp32_math: str = DEFAULT_FP32_MATH
     """Which fp32 products run on TF32 tensor cores where the GPU has them (`roofline.model.fp32_math`): the
     current PyTorch default takes convolutions there and leaves matrix products in IEEE fp32."""
+    autocast: bool = True
+    """`amp` on a GPU as torch.autocast runs it (`roofline.model.autocast`): fp32 weights and input, the ops on
+    autocast's lists cast to their dtypes (an fp32 LayerNorm, residual stream and softmax), each cast a kernel.
+    False: the model itself in 16-bit with fp32 master weights in the optimizer (apex's O2, `model.half()` with a
+    master copy): every activation 16-bit, no per-op casts."""
     attention: str = "fused"
     """How self-attention runs (`ATTENTION_PATHS`): one fused kernel (scaled_dot_product_attention), or the
     eager kernels of an implementation that writes the scores out (`with_eager_attention`)."""
@@ -195,19 +202,87 @@ def _sync_cost(name: str, c: Ceilings, why: str) -> OpCost:
                   (Note("synchronization", why),), 0, True)
 
 
-def op_costs(plan: StepPlan, ctx: CostContext, context_for: Callable[[Op], CostContext] | None = None) -> list[OpCost]:
-    """Every pair of the plan, in execution order, each in `context_for(op)` (default `ctx`): each distinct
-    (pass, shape) is priced once and renamed for its other occurrences."""
-    priced = [op_cost(op, pass_, context_for(op) if context_for else ctx) for pass_, op in plan.distinct]
+ContextFor = Callable[[Op, str], CostContext]
+"""The context one pass of one op is priced in; the contexts it hands out are kept, not made per call, so that
+`op_costs` can tell two apart by identity."""
+
+
+def op_costs(plan: StepPlan, ctx: CostContext, context_for: ContextFor | None = None) -> list[OpCost]:
+    """Every pair of the plan, in execution order, each in `context_for(op, pass)` (default `ctx`): each distinct
+    (pass, shape) is priced once per context and renamed for its other occurrences."""
+    priced: dict[tuple[int, int], OpCost] = {}
     out = []
-    for (_, op), at in zip(plan.pairs, plan.slot, strict=True):
-        cost = priced[at]
+    for (pass_, op), at in zip(plan.pairs, plan.slot, strict=True):
+        context = context_for(op, pass_) if context_for else ctx
+        cost = priced.get((at, id(context)))
+        if cost is None:
+            cost = priced[(at, id(context))] = op_cost(plan.distinct[at][1], pass_, context)
         out.append(cost if cost.name == op.name else cost.renamed(op.name))
     return out
 
 
+def autocast_context_for(workload: Workload, plan: StepPlan, ctx: CostContext,
+                         runtime: str | None) -> tuple[ContextFor, AutocastFlow]:
+    """Each op priced in the dtypes CUDA autocast gives its tensors (`roofline.model.autocast`): its forward
+    reads and writes them, its backward passes stream gradients of the same dtypes (the mean of what the forward
+    reads and writes). An op that reads fp32 (a LayerNorm, a dropout on the fp32 stream) streams at its kernel's
+    4-byte rate where the runtime profile prices the kernels."""
+    flow = autocast_flow(workload, plan.ops)
+    c = ctx.ceilings
+    wide = c
+    if runtime and c.provenance.get("kernel_rates", "").startswith("runtime profile"):
+        wide = replace(c, kernel_bytes_per_s=runtime_figures(runtime, c.levels, FLOAT_BYTES)[1])
+    made: dict[tuple[float, float], CostContext] = {}
+
+    def context(reads: float, writes: float) -> CostContext:
+        key = (reads, writes)
+        if key not in made:
+            made[key] = replace(ctx, ceilings=wide if reads >= FLOAT_BYTES else c, activation_bytes=reads,
+                                output_bytes=writes)
+        return made[key]
+
+    def context_for(op: Op, pass_: str) -> CostContext:
+        reads = flow.reads.get(op.name, ctx.activation_bytes)
+        writes = flow.writes.get(op.name, ctx.activation_bytes)
+        if pass_ == "forward":
+            return context(reads, writes)
+        both = (reads + writes) / 2
+        return context(both, both)
+
+    return context_for, flow
+
+
+def with_casts(costs: list[OpCost], plan: StepPlan, flow: AutocastFlow, ctx: CostContext,
+               train: bool) -> list[OpCost]:
+    """`costs` (one per plan pair) with autocast's casts, each a copy kernel of its own: a consumer's input casts
+    before its forward, their gradients cast back after its input gradient. A forward cast costs the host one
+    dispatch of its own (autocast calls `to` through the dispatcher: BERT-base's batch-1 AMP inference on the H100,
+    host-bound, measured 7.53 ms where its layer calls alone are priced 5.4 ms, and it runs 195 casts); a
+    gradient's cast is issued by autograd's engine, whose cost the runtime profile's training factor holds."""
+    made: dict[tuple[float, int, int], OpCost] = {}
+
+    def cast_cost(cast: Cast, index: int, pass_: str) -> OpCost:
+        key = (float(cast.numel), cast.from_bytes, cast.to_bytes, pass_)
+        if key not in made:
+            copy = Elementwise(f"{cast.consumer}.autocast_cast", numel=cast.numel, inputs=1, op="copy")
+            cost = op_cost(copy, "forward", replace(ctx, activation_bytes=cast.from_bytes,
+                                                    output_bytes=cast.to_bytes, host_call_factor=1.0))
+            made[key] = replace(cost, kind="cast", pass_=pass_,
+                                host_s=cost.host_s if pass_ == "forward" else 0.0)
+        return made[key].renamed(f"{cast.consumer}.autocast_cast{index}")
+
+    out: list[OpCost] = []
+    for (pass_, op), cost in zip(plan.pairs, costs, strict=True):
+        if pass_ == "forward":
+            out.extend(cast_cost(c, i, pass_) for i, c in enumerate(flow.casts.get(op.name, ())))
+        out.append(cost)
+        if train and pass_ == "backward_input":
+            out.extend(cast_cost(c, i, pass_) for i, c in enumerate(flow.gradient_casts(op.name)))
+    return out
+
+
 def tf32_context_for(profile: Profile, precision: Precision, options: StepOptions,
-                     ctx: CostContext) -> Callable[[Op], CostContext] | None:
+                     ctx: CostContext) -> ContextFor | None:
     """Where an fp32 step's products run, op by op (`roofline.model.fp32_math`): convolutions and matrix
     products the mode sends to TF32 are priced with the profile's TF32 tensor-core ceilings, everything else
     (a depthwise convolution has no reduction for a tensor core either) with fp32's; None when nothing moves
@@ -218,7 +293,7 @@ def tf32_context_for(profile: Profile, precision: Precision, options: StepOption
         return None
     tf32 = replace(ctx, ceilings=ceilings_for(profile, PRECISIONS["tf32"], options.runtime))
 
-    def context_for(op: Op) -> CostContext:
+    def context_for(op: Op, pass_: str) -> CostContext:
         if isinstance(op, Conv2d):
             return tf32 if math.convolutions_tf32 and not op.depthwise else ctx
         return tf32 if math.matmuls_tf32 and op.gemm_views("forward") else ctx
@@ -270,7 +345,13 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     factor = load_runtime(opts.runtime).training_host_factor.value if training_gpu else 1.0
     ctx = CostContext(c, precision.storage_bytes, weight_bytes, weight_reuse_bytes=reuse,
                       channels_last=opts.channels_last, host_call_factor=factor, warm_calls=opts.alone)
-    costs = op_costs(plan, ctx, tf32_context_for(profile, precision, opts, ctx))
+    context_for = tf32_context_for(profile, precision, opts, ctx)
+    autocast = None
+    if amp and c.is_gpu and opts.autocast:
+        context_for, autocast = autocast_context_for(workload, plan, ctx, opts.runtime)
+    costs = op_costs(plan, ctx, context_for)
+    if autocast is not None:
+        costs = with_casts(costs, plan, autocast, ctx, opts.train)
     if c.page_fault_bytes_per_s and c.cpu_runtime is not None and c.cpu_runtime.glibc_heap and not opts.heap_kept:
         fresh = first_touch_bytes(plan.pairs, workload.flow(), opts.train, ctx, c.cpu_runtime.page_bytes)
         costs = [with_first_touch(cost, b, c.page_fault_bytes_per_s, charged=not opts.alone)
@@ -311,10 +392,24 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
             costs.append(zeroing)
             optimizer_s += zeroing.time_s
     if amp:
-        cast = _bulk_cost("amp weight casts", 0.0, params * precision.master_weight_bytes,
-                          params * precision.storage_bytes, ptensors, c)
+        # autocast casts the weights of the ops it runs in 16-bit (once per forward: it caches them), not an
+        # embedding's table or a normalization's scale and shift
+        cast_params, cast_tensors = params, ptensors
+        if autocast is not None:
+            cast_ops = [op for op in plan.ops if op.kind in LOWER_PRECISION_KINDS]
+            cast_params = float(sum(op.params() for op in cast_ops))
+            cast_tensors = sum(op.param_tensors() for op in cast_ops)
+        cast = _bulk_cost("amp weight casts", 0.0, cast_params * precision.master_weight_bytes,
+                          cast_params * precision.storage_bytes, cast_tensors, c)
         costs.append(cast)
         amp_cast_s = cast.time_s
+        if autocast is not None and opts.train:
+            # each cast weight's 16-bit gradient is cast back to the fp32 parameter's (ToCopyBackward), by autograd's
+            # engine: device time, no host time of its own
+            back = replace(_bulk_cost("amp weight-gradient casts", 0.0, cast_params * precision.storage_bytes,
+                                      cast_params * precision.master_weight_bytes, cast_tensors, c), host_s=0.0)
+            costs.append(back)
+            amp_cast_s += back.time_s
     host_s = sum(o.host_s for o in costs)
     device_s = sum(o.device_s for o in costs)
     sync_points = opts.sync_points + barriers
