@@ -22,11 +22,16 @@ output.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from roofline.model.ceilings import runtime_figures
+from roofline.model.context import ContextFor, CostContext
+from roofline.model.costmodel import OpCost, op_cost
+from roofline.model.step_plan import StepPlan
 from roofline.workload.ops.attention import Embedding
 from roofline.workload.ops.base import MODEL_INPUT, Num, Op, Workload
 from roofline.workload.ops.norm import BatchNorm
+from roofline.workload.ops.pointwise import Elementwise
 
 HALF_BYTES = 2
 FLOAT_BYTES = 4
@@ -111,3 +116,63 @@ def autocast_flow(workload: Workload, ops: list[Op]) -> AutocastFlow:
         writes[op.name] = out
         dtype[op.name] = out
     return AutocastFlow(reads, writes, casts, narrowed)
+
+
+def autocast_context_for(workload: Workload, plan: StepPlan, ctx: CostContext,
+                         runtime: str | None) -> tuple[ContextFor, AutocastFlow]:
+    """Each op priced in the dtypes CUDA autocast gives its tensors (`roofline.model.autocast`): its forward
+    reads and writes them, its backward passes stream gradients of the same dtypes (the mean of what the forward
+    reads and writes). An op that reads fp32 (a LayerNorm, a dropout on the fp32 stream) streams at its kernel's
+    4-byte rate where the runtime profile prices the kernels."""
+    flow = autocast_flow(workload, plan.ops)
+    c = ctx.ceilings
+    wide = c
+    if runtime and c.provenance.get("kernel_rates", "").startswith("runtime profile"):
+        wide = replace(c, kernel_bytes_per_s=runtime_figures(runtime, c.levels, FLOAT_BYTES)[1])
+    made: dict[tuple[float, float], CostContext] = {}
+
+    def context(reads: float, writes: float) -> CostContext:
+        key = (reads, writes)
+        if key not in made:
+            made[key] = replace(ctx, ceilings=wide if reads >= FLOAT_BYTES else c, activation_bytes=reads,
+                                output_bytes=writes)
+        return made[key]
+
+    def context_for(op: Op, pass_: str) -> CostContext:
+        reads = flow.reads.get(op.name, ctx.activation_bytes)
+        writes = flow.writes.get(op.name, ctx.activation_bytes)
+        if pass_ == "forward":
+            return context(reads, writes)
+        both = (reads + writes) / 2
+        return context(both, both)
+
+    return context_for, flow
+
+
+def with_casts(costs: list[OpCost], plan: StepPlan, flow: AutocastFlow, ctx: CostContext,
+               train: bool) -> list[OpCost]:
+    """`costs` (one per plan pair) with autocast's casts, each a copy kernel of its own: a consumer's input casts
+    before its forward, their gradients cast back after its input gradient. A forward cast costs the host one
+    dispatch of its own (autocast calls `to` through the dispatcher: BERT-base's batch-1 AMP inference on the H100,
+    host-bound, measured 7.53 ms where its layer calls alone are priced 5.4 ms, and it runs 195 casts); a
+    gradient's cast is issued by autograd's engine, whose cost the runtime profile's training factor holds."""
+    made: dict[tuple[float, int, int], OpCost] = {}
+
+    def cast_cost(cast: Cast, index: int, pass_: str) -> OpCost:
+        key = (float(cast.numel), cast.from_bytes, cast.to_bytes, pass_)
+        if key not in made:
+            copy = Elementwise(f"{cast.consumer}.autocast_cast", numel=cast.numel, inputs=1, op="copy")
+            cost = op_cost(copy, "forward", replace(ctx, activation_bytes=cast.from_bytes,
+                                                    output_bytes=cast.to_bytes, host_call_factor=1.0))
+            made[key] = replace(cost, kind="cast", pass_=pass_,
+                                host_s=cost.host_s if pass_ == "forward" else 0.0)
+        return made[key].renamed(f"{cast.consumer}.autocast_cast{index}")
+
+    out: list[OpCost] = []
+    for (pass_, op), cost in zip(plan.pairs, costs, strict=True):
+        if pass_ == "forward":
+            out.extend(cast_cost(c, i, pass_) for i, c in enumerate(flow.casts.get(op.name, ())))
+        out.append(cost)
+        if train and pass_ == "backward_input":
+            out.extend(cast_cost(c, i, pass_) for i, c in enumerate(flow.gradient_casts(op.name)))
+    return out

@@ -4,9 +4,11 @@ runtime beneath it, so neither imports the other for it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from roofline.model.ceilings import Ceilings
+from roofline.workload.ops.base import Op
 
 
 @dataclass(frozen=True)
@@ -34,3 +36,8 @@ class CostContext:
     host_call_factor: float = 1.0
     """How much more each layer call costs the host than the per-call figures say: the runtime profile's
     training factor in a GPU training step (autograd's recording and backward engine), else 1."""
+
+
+ContextFor = Callable[[Op, str], CostContext]
+"""The context one pass of one op is priced in; the contexts it hands out are kept, not made per call, so that
+`op_costs` can tell two apart by identity."""

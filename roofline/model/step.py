@@ -11,15 +11,15 @@ so host and compute add up. The input batch crosses the host link each step; wit
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from roofline.errors import RooflineError
 from roofline.hardware.runtime import EAGER_CUDA, load_runtime
 from roofline.hardware.schema import GpuProfile, Profile
-from roofline.model.autocast import FLOAT_BYTES, LOWER_PRECISION_KINDS, AutocastFlow, Cast, autocast_flow
-from roofline.model.ceilings import Ceilings, ceilings_for, runtime_figures
-from roofline.model.context import CostContext
+from roofline.model.autocast import LOWER_PRECISION_KINDS, autocast_context_for, with_casts
+from roofline.model.autograd_kernels import FOREACH_MAX_TENSORS_PER_LAUNCH, backward_kernels, unscale_cost
+from roofline.model.ceilings import Ceilings, ceilings_for
+from roofline.model.context import ContextFor, CostContext
 from roofline.model.costmodel import OpCost, op_cost, with_first_touch
 from roofline.model.cpu_runtime.heap_requests import first_touch_bytes
 from roofline.model.fp32_math import DEFAULT_FP32_MATH, get_fp32_math
@@ -29,7 +29,6 @@ from roofline.model.step_plan import StepPlan, plan_for
 from roofline.workload.ops.attention import ATTENTION_PATHS, with_eager_attention
 from roofline.workload.ops.base import Op, Workload
 from roofline.workload.ops.conv import Conv2d
-from roofline.workload.ops.pointwise import Elementwise
 from roofline.workload.precision import PRECISIONS, Precision
 
 OPTIMIZER_TRAFFIC = {
@@ -58,10 +57,6 @@ PAGEABLE_STAGING_COPIES = 2
 """A copy from pageable memory is two serial copies: a host memcpy into a pinned staging buffer, then the
 DMA over the link. Without a measured pageable rate the memcpy is taken as fast as the link (one thread's
 memcpy, 10-20 GB/s, is of the order of a PCIe 3/4 x16 link); calibration measures the real rate."""
-
-FOREACH_MAX_TENSORS_PER_LAUNCH = 48
-"""On CUDA, torch.optim's foreach path batches parameter tensors into multi-tensor-apply launches; the
-depth-4 launch (Adam) takes up to 48 tensors (depth_to_max_tensors in ATen's MultiTensorApply.cuh)."""
 
 GRAD_SCALER_SYNC_POINTS = 1
 """An AMP training step on a GPU synchronizes once even when the user's loop never does: GradScaler.step reads
@@ -202,11 +197,6 @@ def _sync_cost(name: str, c: Ceilings, why: str) -> OpCost:
                   (Note("synchronization", why),), 0, True)
 
 
-ContextFor = Callable[[Op, str], CostContext]
-"""The context one pass of one op is priced in; the contexts it hands out are kept, not made per call, so that
-`op_costs` can tell two apart by identity."""
-
-
 def op_costs(plan: StepPlan, ctx: CostContext, context_for: ContextFor | None = None) -> list[OpCost]:
     """Every pair of the plan, in execution order, each in `context_for(op, pass)` (default `ctx`): each distinct
     (pass, shape) is priced once per context and renamed for its other occurrences."""
@@ -218,66 +208,6 @@ def op_costs(plan: StepPlan, ctx: CostContext, context_for: ContextFor | None = 
         if cost is None:
             cost = priced[(at, id(context))] = op_cost(plan.distinct[at][1], pass_, context)
         out.append(cost if cost.name == op.name else cost.renamed(op.name))
-    return out
-
-
-def autocast_context_for(workload: Workload, plan: StepPlan, ctx: CostContext,
-                         runtime: str | None) -> tuple[ContextFor, AutocastFlow]:
-    """Each op priced in the dtypes CUDA autocast gives its tensors (`roofline.model.autocast`): its forward
-    reads and writes them, its backward passes stream gradients of the same dtypes (the mean of what the forward
-    reads and writes). An op that reads fp32 (a LayerNorm, a dropout on the fp32 stream) streams at its kernel's
-    4-byte rate where the runtime profile prices the kernels."""
-    flow = autocast_flow(workload, plan.ops)
-    c = ctx.ceilings
-    wide = c
-    if runtime and c.provenance.get("kernel_rates", "").startswith("runtime profile"):
-        wide = replace(c, kernel_bytes_per_s=runtime_figures(runtime, c.levels, FLOAT_BYTES)[1])
-    made: dict[tuple[float, float], CostContext] = {}
-
-    def context(reads: float, writes: float) -> CostContext:
-        key = (reads, writes)
-        if key not in made:
-            made[key] = replace(ctx, ceilings=wide if reads >= FLOAT_BYTES else c, activation_bytes=reads,
-                                output_bytes=writes)
-        return made[key]
-
-    def context_for(op: Op, pass_: str) -> CostContext:
-        reads = flow.reads.get(op.name, ctx.activation_bytes)
-        writes = flow.writes.get(op.name, ctx.activation_bytes)
-        if pass_ == "forward":
-            return context(reads, writes)
-        both = (reads + writes) / 2
-        return context(both, both)
-
-    return context_for, flow
-
-
-def with_casts(costs: list[OpCost], plan: StepPlan, flow: AutocastFlow, ctx: CostContext,
-               train: bool) -> list[OpCost]:
-    """`costs` (one per plan pair) with autocast's casts, each a copy kernel of its own: a consumer's input casts
-    before its forward, their gradients cast back after its input gradient. A forward cast costs the host one
-    dispatch of its own (autocast calls `to` through the dispatcher: BERT-base's batch-1 AMP inference on the H100,
-    host-bound, measured 7.53 ms where its layer calls alone are priced 5.4 ms, and it runs 195 casts); a
-    gradient's cast is issued by autograd's engine, whose cost the runtime profile's training factor holds."""
-    made: dict[tuple[float, int, int], OpCost] = {}
-
-    def cast_cost(cast: Cast, index: int, pass_: str) -> OpCost:
-        key = (float(cast.numel), cast.from_bytes, cast.to_bytes, pass_)
-        if key not in made:
-            copy = Elementwise(f"{cast.consumer}.autocast_cast", numel=cast.numel, inputs=1, op="copy")
-            cost = op_cost(copy, "forward", replace(ctx, activation_bytes=cast.from_bytes,
-                                                    output_bytes=cast.to_bytes, host_call_factor=1.0))
-            made[key] = replace(cost, kind="cast", pass_=pass_,
-                                host_s=cost.host_s if pass_ == "forward" else 0.0)
-        return made[key].renamed(f"{cast.consumer}.autocast_cast{index}")
-
-    out: list[OpCost] = []
-    for (pass_, op), cost in zip(plan.pairs, costs, strict=True):
-        if pass_ == "forward":
-            out.extend(cast_cost(c, i, pass_) for i, c in enumerate(flow.casts.get(op.name, ())))
-        out.append(cost)
-        if train and pass_ == "backward_input":
-            out.extend(cast_cost(c, i, pass_) for i, c in enumerate(flow.gradient_casts(op.name)))
     return out
 
 
@@ -352,6 +282,9 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     costs = op_costs(plan, ctx, context_for)
     if autocast is not None:
         costs = with_casts(costs, plan, autocast, ctx, opts.train)
+    if opts.train and c.is_gpu:
+        param_bytes = precision.master_weight_bytes if autocast is not None else precision.storage_bytes
+        costs.extend(backward_kernels(workload, plan, context_for or (lambda op, pass_: ctx), param_bytes))
     if c.page_fault_bytes_per_s and c.cpu_runtime is not None and c.cpu_runtime.glibc_heap and not opts.heap_kept:
         fresh = first_touch_bytes(plan.pairs, workload.flow(), opts.train, ctx, c.cpu_runtime.page_bytes)
         costs = [with_first_touch(cost, b, c.page_fault_bytes_per_s, charged=not opts.alone)
@@ -368,6 +301,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
                 costs.append(_sync_cost(f"gradient norm .item() #{i + 1}", c, "the host reads the gradients' "
                                         "norm: it waits for the backward pass before it queues the update"))
         if scaler:
+            costs.append(unscale_cost(params, ptensors, ctx))
             costs.append(_sync_cost("GradScaler .item()", c, "GradScaler reads the inf/NaN flags before the "
                                     "optimizer may step: the host waits for the backward pass"))
         reads, writes, flops_pp, ops_pt = OPTIMIZER_TRAFFIC[opts.optimizer]

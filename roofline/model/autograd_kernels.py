@@ -1,0 +1,99 @@
+"""Kernels a GPU training step's backward runs beyond each op's own gradient passes: what autograd adds around
+the layers, each a kernel of its own on the device, issued from C++ (the engine, or a backward function), so no
+host time of its own beyond what the runtime profile's training factor holds.
+
+- Gradient accumulation: a tensor that several ops read gets one gradient from each; autograd's engine sums them
+  into the first (`InputBuffer::add`, torch/csrc/autograd/input_buffer.cpp: an in-place add when it can), one add
+  per extra reader, reading two gradients and writing one. BERT's LayerNorm output feeds the query, key and value
+  projections and the residual add (three adds), the attention block's output the intermediate dense and its
+  residual (one): 48 a step, the `aten::add_` calls the lent H100's profile of a BERT-base training step counted.
+  A weight two layers share (GPT-2's lm_head and token embedding) gets its two gradients summed the same way.
+- Bias gradients: a Linear's bias gradient is dY summed over the rows (`sum_to_size` in addmm's derivative,
+  tools/autograd/derivatives.yaml), a reduction kernel that reads dY again after the weight gradient's product
+  read it: the profile's 73 `aten::sum` calls for BERT-base's 73 biased Linear layers.
+- GradScaler's unscale: `torch._amp_foreach_non_finite_check_and_unscale_` reads and writes every fp32 gradient
+  once (multi-tensor launches of up to `FOREACH_MAX_TENSORS_PER_LAUNCH` tensors) before the optimizer steps.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import replace
+
+from roofline.model.context import ContextFor, CostContext
+from roofline.model.costmodel import OpCost, op_cost
+from roofline.model.step_plan import StepPlan
+from roofline.workload.ops.base import MODEL_INPUT, Op, Workload
+from roofline.workload.ops.gemm import Linear
+from roofline.workload.ops.pointwise import Elementwise, Reduce
+
+FOREACH_MAX_TENSORS_PER_LAUNCH = 48
+"""On CUDA, torch.optim's foreach path batches parameter tensors into multi-tensor-apply launches; the
+depth-4 launch (Adam) takes up to 48 tensors (depth_to_max_tensors in ATen's MultiTensorApply.cuh)."""
+
+
+def _device_only(cost: OpCost, name: str, kind: str) -> OpCost:
+    return replace(cost, host_s=0.0, kind=kind, pass_="backward_input").renamed(name)
+
+
+def accumulation_readers(workload: Workload, plan: StepPlan) -> dict[str, int]:
+    """Op name -> how many ops that pass a gradient back read its result (only those with more than one): the
+    readers whose input gradient the step computes (their backward_input pass runs), through views."""
+    flow = workload.flow()
+    present = {op.name for op in plan.ops}
+    passes_back = {op.name for pass_, op in plan.pairs if pass_ == "backward_input"}
+    readers: Counter[str] = Counter()
+    for op in plan.ops:
+        if op.name not in passes_back or op.is_free:
+            continue
+        for producer in dict.fromkeys(flow.source(p, present) for p in flow.reads.get(op.name, ())):
+            if producer != MODEL_INPUT:
+                readers[producer] += 1
+    return {name: n for name, n in readers.items() if n > 1}
+
+
+def backward_kernels(workload: Workload, plan: StepPlan, context_for: ContextFor,
+                     param_bytes: float) -> list[OpCost]:
+    """The gradient accumulations and bias reductions of one training step, each priced in the context of the op
+    whose gradient it handles (its dtypes under autocast); a shared weight's gradients in the parameters' own
+    dtype (`param_bytes`: fp32 under autocast, whose parameters stay fp32)."""
+    by_name = {op.name: op for op in plan.ops}
+    costs: list[OpCost] = []
+    made: dict[tuple[object, int], OpCost] = {}
+
+    def priced(kernel: Op, owner: Op) -> OpCost:
+        context = context_for(owner, "backward_input")
+        key = (kernel.shape_key(), id(context))
+        if key not in made:
+            made[key] = op_cost(kernel, "forward", context)
+        return made[key]
+
+    for name, readers in accumulation_readers(workload, plan).items():
+        producer = by_name[name]
+        add = Elementwise(f"{name}.grad_accumulate", numel=producer.output_elements(), inputs=2, op="add")
+        cost = priced(add, producer)
+        costs.extend(_device_only(cost, f"{name}.grad_accumulate{i}", "grad_accumulate") for i in range(readers - 1))
+    weighted = {op.name for pass_, op in plan.pairs if pass_ == "backward_weight"}
+    for op in plan.ops:
+        if isinstance(op, Linear) and op.tied and op.name in weighted:
+            add = Elementwise(f"{op.name}.tied_grad_accumulate", numel=op.in_features * op.out_features, inputs=2,
+                              op="add")
+            shared = replace(context_for(op, "backward_weight"), activation_bytes=param_bytes, output_bytes=None)
+            costs.append(_device_only(op_cost(add, "forward", shared), add.name, "grad_accumulate"))
+    for op in plan.ops:
+        if isinstance(op, Linear) and op.bias and op.name in weighted:
+            reduce = Reduce(f"{op.name}.bias_grad", numel_in=op.rows * op.out_features, numel_out=op.out_features)
+            costs.append(_device_only(priced(reduce, op), f"{op.name}.bias_grad", "bias_grad"))
+    return costs
+
+
+def unscale_cost(params: float, param_tensors: int, ctx: CostContext) -> OpCost:
+    """GradScaler's unscale and inf/NaN check over every fp32 gradient: one read and one write of each."""
+    launches = math.ceil(param_tensors / FOREACH_MAX_TENSORS_PER_LAUNCH)
+    nbytes = 8.0 * params
+    c = ctx.ceilings
+    memory_s = nbytes / c.dram.bandwidth_bytes_per_s
+    device_s = max(memory_s, c.launch_s * launches)
+    return OpCost("GradScaler unscale", "optimizer", "update", params, nbytes, 0.0, memory_s, 0.0, device_s,
+                  "memory:DRAM" if memory_s >= c.launch_s * launches else "overhead", "vector", (), launches, True)
