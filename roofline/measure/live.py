@@ -78,8 +78,11 @@ def torch_dtype(precision: str) -> Any:
 
 
 def make_step(module: Any, example: Any, device: Any, precision: str, train: bool,
-              optimizer: str = "sgd") -> Callable[[], Any]:
-    """A zero-argument callable running one step on `device`, inputs copied from host memory each step."""
+              optimizer: str = "sgd", lm_loss: bool = False) -> Callable[[], Any]:
+    """A zero-argument callable running one step on `device`, inputs copied from host memory each step. The
+    training loss is the output's mean square (cheap, as the predictions of models without a loss op assume), or
+    with `lm_loss` a language model's next-token cross-entropy of its logits against its own input ids (the
+    `CrossEntropy` op its workload prices)."""
     torch = require_torch()
     dtype = torch_dtype(precision)
     if dtype is None:
@@ -116,7 +119,10 @@ def make_step(module: Any, example: Any, device: Any, precision: str, train: boo
         x = host_input.to(device)
         with torch.autocast(device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
             out = module(x)
-            loss = out.float().square().mean()
+            if lm_loss:
+                loss = torch.nn.functional.cross_entropy(out.float().flatten(0, 1), x.flatten())
+            else:
+                loss = out.float().square().mean()
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()

@@ -200,13 +200,18 @@ def run_live(req: ModelRequest, device_name: str, batches: list[int], precision_
     """Run `req` live at each batch size on `device_name` ('cpu' or 'cuda'): the measuring half of `validate`."""
     from roofline.measure.calibrate import current_environment
     from roofline.measure.live import make_step
+    from roofline.workload.ops.loss import CrossEntropy
     from roofline.workload.precision import get_precision
     from roofline.workload.request import workload_builder
 
     torch = live_torch()
     device = checked_device(device_name, repeats, budget_s, kind_steps)
     precision = get_precision(precision_name)
-    name, _ = workload_builder(req)
+    name, build = workload_builder(req)
+    # the loss the prediction prices: a zoo language model's next-token cross-entropy (a traced user module's
+    # workload has no loss op)
+    zoo = bool(req.model) and req.module is None and not req.op and not is_user_module(req.model or "")
+    lm_loss = train and zoo and any(isinstance(op, CrossEntropy) for op in build(1).ops)
     module = live_model(req)
     environment = current_environment(device_name)
     environment["torch_threads"] = torch.get_num_threads()
@@ -217,7 +222,7 @@ def run_live(req: ModelRequest, device_name: str, batches: list[int], precision_
         on_batch(batch)
         example = live_input(req, module, batch)
         step = make_step(single_output(module) if train else module, example, device, precision.name, train,
-                         optimizer)
+                         optimizer, lm_loss)
         with user_code(name, "its step") if is_user_module(name) else contextlib.nullcontext():
             live = _measure_batch(module, step, device, batch, f"{name} batch {batch}", budget_s, repeats,
                                   kind_steps, per_layer, count_faults)

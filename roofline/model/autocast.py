@@ -38,8 +38,8 @@ FLOAT_BYTES = 4
 LOWER_PRECISION_KINDS = frozenset({"gemm", "conv2d", "attention"})
 """Op kinds on autocast's CUDA float16 list: linear, addmm, matmul, mm, bmm, baddbmm, the convolutions,
 scaled_dot_product_attention."""
-FLOAT32_KERNELS = frozenset({"norm:layer", "softmax"})
-"""Kernels on autocast's CUDA float32 list: layer_norm, softmax."""
+FLOAT32_KERNELS = frozenset({"norm:layer", "softmax", "loss:cross_entropy"})
+"""Kernels on autocast's CUDA float32 list: layer_norm, softmax, cross_entropy (log_softmax, nll_loss)."""
 PROMOTING_KINDS = frozenset({"elementwise", "concat"})
 """Ops of several tensor inputs, which write the widest of their dtypes."""
 

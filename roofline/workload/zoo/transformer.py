@@ -4,7 +4,8 @@ GPT2LMHeadModel compute them, with attention as one fused scaled_dot_product_att
 BERT: post-norm encoder layers (sublayer -> dropout -> add -> LayerNorm), exact GELU, word + token type +
 position embeddings, and the pooler (tanh(dense(first token))) that BertModel includes: 109.48M parameters.
 GPT-2: pre-norm blocks, tanh-approximated GELU, causal attention, final LayerNorm and an lm_head tied to the
-token embedding: 124.44M parameters, the tied matrix counted once.
+token embedding: 124.44M parameters, the tied matrix counted once; a training step adds the next-token
+cross-entropy over the vocabulary (GPT2LMHeadModel given labels).
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ def build_gpt2(g: Graph, cfg: Config = GPT2) -> None:
     g.layer_norm("transformer.ln_f")
     g.add(ir.Linear(g.name("lm_head"), batch=batch, in_features=cfg.hidden, out_features=cfg.vocab, bias=False,
                     tokens=seq, tied=True), (seq, cfg.vocab))
+    g.add(ir.CrossEntropy(g.name("loss"), rows=batch * seq, classes=cfg.vocab), (1,))
 
 
 def _embedding(g: Graph, name: str, rows: int, dim: int, tokens: Num, reads: tuple[str, ...] | None = None) -> None:
