@@ -299,7 +299,7 @@ def test_tensor_parallel_cli(capsys):
     assert 0 < out["scaling_efficiency"] <= 1
     assert "heads do not divide over 3" in run_error(capsys, "predict", "--model", "llama-3-8b", "--gpu", "h100",
                                                      "--gpus", "3")
-    assert "no node profile" in run_error(capsys, "predict", "--model", "llama-3-8b", "--gpu", "h200", "--gpus", "2")
+    assert "no node profile" in run_error(capsys, "predict", "--model", "llama-3-8b", "--gpu", "l40s", "--gpus", "2")
     advice = run_json(capsys, "advise", "--serve", "--model", "llama-2-70b", "--gpu", "h100", "--gpus", "8",
                       "--precision", "bf16")
     assert advice["max_batch_size"] > 0  # 138 GB of bf16 weights: 17 GB a GPU
