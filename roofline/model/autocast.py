@@ -118,6 +118,13 @@ def autocast_flow(workload: Workload, ops: list[Op]) -> AutocastFlow:
     return AutocastFlow(reads, writes, casts, narrowed)
 
 
+def cast_weights(ops: list[Op]) -> tuple[float, int]:
+    """(parameters, parameter tensors) autocast casts to 16-bit each forward (it caches them within one): the
+    weights of the ops it runs in 16-bit, not an embedding's table or a normalization's scale and shift."""
+    cast = [op for op in ops if op.kind in LOWER_PRECISION_KINDS]
+    return float(sum(op.params() for op in cast)), sum(op.param_tensors() for op in cast)
+
+
 def autocast_context_for(workload: Workload, plan: StepPlan, ctx: CostContext,
                          runtime: str | None) -> tuple[ContextFor, AutocastFlow]:
     """Each op priced in the dtypes CUDA autocast gives its tensors (`roofline.model.autocast`): its forward

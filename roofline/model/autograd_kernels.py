@@ -11,26 +11,23 @@ host time of its own beyond what the runtime profile's training factor holds.
 - Bias gradients: a Linear's bias gradient is dY summed over the rows (`sum_to_size` in addmm's derivative,
   tools/autograd/derivatives.yaml), a reduction kernel that reads dY again after the weight gradient's product
   read it: the profile's 73 `aten::sum` calls for BERT-base's 73 biased Linear layers.
-- GradScaler's unscale: `torch._amp_foreach_non_finite_check_and_unscale_` reads and writes every fp32 gradient
-  once (multi-tensor launches of up to `FOREACH_MAX_TENSORS_PER_LAUNCH` tensors) before the optimizer steps.
+
+GradScaler's unscale (`torch._amp_foreach_non_finite_check_and_unscale_`, one read and one write of every fp32
+gradient in multi-tensor launches) is a pass over the parameters like the optimizer's: `roofline.model.step`
+prices it with them.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import replace
 
-from roofline.model.context import ContextFor, CostContext
+from roofline.model.context import ContextFor
 from roofline.model.costmodel import OpCost, op_cost
 from roofline.model.step_plan import StepPlan
 from roofline.workload.ops.base import MODEL_INPUT, Op, Workload
 from roofline.workload.ops.gemm import Linear
 from roofline.workload.ops.pointwise import Elementwise, Reduce
-
-FOREACH_MAX_TENSORS_PER_LAUNCH = 48
-"""On CUDA, torch.optim's foreach path batches parameter tensors into multi-tensor-apply launches; the
-depth-4 launch (Adam) takes up to 48 tensors (depth_to_max_tensors in ATen's MultiTensorApply.cuh)."""
 
 
 def _device_only(cost: OpCost, name: str, kind: str) -> OpCost:
@@ -86,14 +83,3 @@ def backward_kernels(workload: Workload, plan: StepPlan, context_for: ContextFor
             reduce = Reduce(f"{op.name}.bias_grad", numel_in=op.rows * op.out_features, numel_out=op.out_features)
             costs.append(_device_only(priced(reduce, op), f"{op.name}.bias_grad", "bias_grad"))
     return costs
-
-
-def unscale_cost(params: float, param_tensors: int, ctx: CostContext) -> OpCost:
-    """GradScaler's unscale and inf/NaN check over every fp32 gradient: one read and one write of each."""
-    launches = math.ceil(param_tensors / FOREACH_MAX_TENSORS_PER_LAUNCH)
-    nbytes = 8.0 * params
-    c = ctx.ceilings
-    memory_s = nbytes / c.dram.bandwidth_bytes_per_s
-    device_s = max(memory_s, c.launch_s * launches)
-    return OpCost("GradScaler unscale", "optimizer", "update", params, nbytes, 0.0, memory_s, 0.0, device_s,
-                  "memory:DRAM" if memory_s >= c.launch_s * launches else "overhead", "vector", (), launches, True)

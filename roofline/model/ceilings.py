@@ -318,18 +318,27 @@ def _sustained_provenance(figure: Figure) -> str:
     return "published measurement" if figure.source else "derived from a sibling board's measurement"
 
 
+def _cuda_core_rate(profile: GpuProfile, dtype: str, datasheet: float,
+                    runtime: str | None) -> tuple[float, str] | None:
+    """(FLOP/s, provenance) of a GPU's CUDA-core path in `dtype` where no calibration measured it: the profile's
+    published sustained figure, else (no calibration at all) the datasheet times the runtime profile's measured
+    share; None where neither applies (the datasheet stands)."""
+    if dtype in profile.sustained_flops_per_s:
+        figure = profile.sustained_flops_per_s[dtype]
+        return figure.value, _sustained_provenance(figure)
+    if not profile.measured and runtime:
+        return datasheet * load_runtime(runtime).gemm_sustained_share.by_dtype.get(dtype, 1.0), \
+            "derived x measured library share"
+    return None
+
+
 def _fp32_cuda_core_rate(profile: GpuProfile, datasheet: float, runtime: str | None) -> tuple[float, str]:
-    """(FLOP/s, provenance) of the CUDA cores' fp32 path beside TF32 tensor cores: what an fp32 step's products
-    run at on the same board (its measurement, a published one, or the datasheet times the runtime profile's
-    share), so a TF32 step that falls back to the CUDA cores gets the same rate an fp32 step does."""
+    """(FLOP/s, provenance) of the CUDA cores' fp32 path beside TF32 tensor cores: the rate an fp32 step's products
+    get on the same board, so a TF32 step that falls back to the CUDA cores gets it too."""
     measured = profile.measured
     if measured and "fp32" in measured.peak_flops:
         return measured.peak_flops["fp32"], "measured"
-    if "fp32" in profile.sustained_flops_per_s:
-        figure = profile.sustained_flops_per_s["fp32"]
-        return figure.value, _sustained_provenance(figure)
-    share = load_runtime(runtime).gemm_sustained_share.by_dtype.get("fp32") if runtime else None
-    return (datasheet * share, "derived x measured library share") if share else (datasheet, "derived")
+    return _cuda_core_rate(profile, "fp32", datasheet, runtime) or (datasheet, "derived")
 
 
 def runtime_figures(runtime: str, levels: tuple[Level, ...],
@@ -378,12 +387,8 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
         matrix_value, provenance["matrix_flops_per_s"] = sustained_matrix_rate(profile, dtype, runtime)
         if dtype == "tf32":
             vector_value, provenance["vector_flops_per_s"] = _fp32_cuda_core_rate(profile, vector_value, runtime)
-    elif isinstance(profile, GpuProfile) and dtype in profile.sustained_flops_per_s:
-        vector_value = profile.sustained_flops_per_s[dtype].value
-        provenance["vector_flops_per_s"] = _sustained_provenance(profile.sustained_flops_per_s[dtype])
-    elif isinstance(profile, GpuProfile) and not measured and runtime:
-        vector_value *= load_runtime(runtime).gemm_sustained_share.by_dtype.get(dtype, 1.0)
-        provenance["vector_flops_per_s"] = "derived x measured library share"
+    elif isinstance(profile, GpuProfile) and (rate := _cuda_core_rate(profile, dtype, vector_value, runtime)):
+        vector_value, provenance["vector_flops_per_s"] = rate
     alignment = None
     if isinstance(profile, GpuProfile) and dtype in profile.tensor_cores:
         alignment = profile.tensor_cores[dtype].alignment_elements

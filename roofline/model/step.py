@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 from roofline.errors import RooflineError
 from roofline.hardware.runtime import EAGER_CUDA, load_runtime
 from roofline.hardware.schema import GpuProfile, Profile
-from roofline.model.autocast import LOWER_PRECISION_KINDS, autocast_context_for, with_casts
-from roofline.model.autograd_kernels import FOREACH_MAX_TENSORS_PER_LAUNCH, backward_kernels, unscale_cost
+from roofline.model.autocast import autocast_context_for, cast_weights, with_casts
+from roofline.model.autograd_kernels import backward_kernels
 from roofline.model.ceilings import Ceilings, ceilings_for
 from roofline.model.context import ContextFor, CostContext
 from roofline.model.costmodel import OpCost, op_cost, with_first_touch
@@ -57,6 +57,10 @@ PAGEABLE_STAGING_COPIES = 2
 """A copy from pageable memory is two serial copies: a host memcpy into a pinned staging buffer, then the
 DMA over the link. Without a measured pageable rate the memcpy is taken as fast as the link (one thread's
 memcpy, 10-20 GB/s, is of the order of a PCIe 3/4 x16 link); calibration measures the real rate."""
+
+FOREACH_MAX_TENSORS_PER_LAUNCH = 48
+"""On CUDA, torch.optim's foreach path batches parameter tensors into multi-tensor-apply launches; the
+depth-4 launch (Adam) takes up to 48 tensors (depth_to_max_tensors in ATen's MultiTensorApply.cuh)."""
 
 GRAD_SCALER_SYNC_POINTS = 1
 """An AMP training step on a GPU synchronizes once even when the user's loop never does: GradScaler.step reads
@@ -301,7 +305,11 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
                 costs.append(_sync_cost(f"gradient norm .item() #{i + 1}", c, "the host reads the gradients' "
                                         "norm: it waits for the backward pass before it queues the update"))
         if scaler:
-            costs.append(unscale_cost(params, ptensors, ctx))
+            # GradScaler's unscale and inf/NaN check reads and writes every fp32 gradient (multi-tensor launches),
+            # issued from C++: device time only, priced by its bytes (a multiply and a compare per element)
+            unscale = _bulk_cost("GradScaler unscale", params, 4 * params, 4 * params,
+                                 math.ceil(ptensors / FOREACH_MAX_TENSORS_PER_LAUNCH), c, kind="optimizer")
+            costs.append(replace(unscale, host_s=0.0, compute_s=0.0))
             costs.append(_sync_cost("GradScaler .item()", c, "GradScaler reads the inf/NaN flags before the "
                                     "optimizer may step: the host waits for the backward pass"))
         reads, writes, flops_pp, ops_pt = OPTIMIZER_TRAFFIC[opts.optimizer]
@@ -326,13 +334,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
             costs.append(zeroing)
             optimizer_s += zeroing.time_s
     if amp:
-        # autocast casts the weights of the ops it runs in 16-bit (once per forward: it caches them), not an
-        # embedding's table or a normalization's scale and shift
-        cast_params, cast_tensors = params, ptensors
-        if autocast is not None:
-            cast_ops = [op for op in plan.ops if op.kind in LOWER_PRECISION_KINDS]
-            cast_params = float(sum(op.params() for op in cast_ops))
-            cast_tensors = sum(op.param_tensors() for op in cast_ops)
+        cast_params, cast_tensors = cast_weights(plan.ops) if autocast is not None else (params, ptensors)
         cast = _bulk_cost("amp weight casts", 0.0, cast_params * precision.master_weight_bytes,
                           cast_params * precision.storage_bytes, cast_tensors, c)
         costs.append(cast)
