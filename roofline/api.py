@@ -589,14 +589,15 @@ def _kept_heap_runs(req: ModelRequest, argv: list[str], runs: list[dict[str, Any
             "median_abs_error_pct": kept["median_abs_error_pct"], "gains": gains}
 
 
-def _serving_precision(profile: Profile, precision: str | None, kv_precision: str | None, group_size: int) -> Any:
+def _serving_precision(profile: Profile, precision: str | None, kv_precision: str | None, group_size: int,
+                       experts: str | None = None) -> Any:
     """The requested weight precision (default: bf16 where the device has it, else fp16, else fp32)."""
     from roofline.model.ceilings import compute_dtype_for
     from roofline.model.llm_precision import serving_precision
     from roofline.workload.precision import get_precision
 
     activation = next((n for n in ("bf16", "fp16") if compute_dtype_for(get_precision(n), profile)), "fp32")
-    return serving_precision(precision or activation, kv_precision, group_size, activation)
+    return serving_precision(precision or activation, kv_precision, group_size, activation, experts)
 
 
 def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None, cpu: str | None = None,
@@ -604,20 +605,24 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
                     precision: str | None = None, kv_precision: str | None = None, group_size: int = 128,
                     runtime: str = "eager", allow_oversize: bool = False, gpus: int = 1, node: str | None = None,
                     nodes: int = 1, allreduce: str = "auto", lm_head: str = "split",
-                    static_cache: int | None = None, decode_attention: str = "grouped") -> dict[str, Any]:
+                    static_cache: int | None = None, decode_attention: str = "grouped",
+                    expert_precision: str | None = None) -> dict[str, Any]:
     """A language model served on a device: time to first token, time per output token, tokens/s, memory and
     both phases per op (the `predict --model LLM --prompt-len P --output-len O` document). `gpus` > 1 splits
     the model over that many GPUs of a node (tensor parallelism), the lm_head split by vocabulary or
     replicated (`lm_head`); `static_cache` is transformers' StaticCache length (graph runtime);
-    `decode_attention` the decode kernel ('grouped', or TensorRT-LLM v0.5-0.6's 'per-head' masked MHA)."""
+    `decode_attention` the decode kernel ('grouped', or TensorRT-LLM's 'per-head' masked MHA);
+    `expert_precision` a mixture of experts' 16-bit type where it differs from `precision`."""
     from roofline.model.llm_step import predict_serving as predict_request
     from roofline.model.llm_step import require_fit, tensor_parallel_group
     from roofline.report.serving_doc import prediction_dict
     from roofline.workload.llm.builtins import get_config
 
     cfg = get_config(model)
+    if expert_precision is not None and cfg.experts <= 1:
+        raise RooflineError(f"--expert-precision applies to a mixture of experts; {cfg.name} has none")
     profile = select_profile(hw, gpu, cpu)
-    prec = _serving_precision(profile, precision, kv_precision, group_size)
+    prec = _serving_precision(profile, precision, kv_precision, group_size, expert_precision)
     tp = tensor_parallel_group(profile, gpus, node, nodes, allreduce, lm_head)
     preds = [predict_request(cfg, profile, prec, b, prompt_len, output_len, runtime, tp, static_cache,
                              decode_attention) for b in _batches(batch)]

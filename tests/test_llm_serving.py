@@ -103,6 +103,32 @@ def test_moe_reads_more_experts_at_larger_batch():
     assert many.decode.bytes > 2 * one.decode.bytes
 
 
+def test_16_bit_experts_under_fp8_closed_form():
+    """Mixtral 8x7B with fp8 weights but its experts in fp16 (TensorRT-LLM v0.9's MoE plugin has no fp8 path):
+    each of the 32 layers' 8 experts has three 4096 x 14336 matrices (Mixtral's config.json), 45.1e9 parameters,
+    stored at 2 bytes instead of 1; the experts' products run on the 16-bit tensor cores, so a large prefill's
+    expert products cost what an all-fp16 engine's do, while the attention projections keep fp8's rate."""
+    cfg, hw = get_config("mixtral-8x7b"), find_profile("h100")
+    fp8, mixed = serving_precision("fp8", "fp8"), serving_precision("fp8", "fp8", experts="fp16")
+    expert_params = 32 * 8 * 3 * 4096 * 14336
+    assert weight_bytes(cfg, mixed) - weight_bytes(cfg, fp8) == pytest.approx(expert_params, rel=1e-12)
+    ops = {name: {o.name: o for o, _ in predict_serving(cfg, hw, prec, 8, 2048, 2, "graph").prefill.costs}
+           for name, prec in (("fp8", fp8), ("mixed", mixed), ("fp16", serving_precision("fp16", "fp8")))}
+    assert ops["mixed"]["mlp.experts.up"].compute_s == ops["fp16"]["mlp.experts.up"].compute_s
+    assert ops["mixed"]["mlp.experts.up"].compute_s > ops["fp8"]["mlp.experts.up"].compute_s
+    assert ops["mixed"]["attn.q_proj"].compute_s == ops["fp8"]["attn.q_proj"].compute_s
+
+
+def test_expert_precision_cli(capsys):
+    argv = ("predict", "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "2", "--precision", "fp8",
+            "--kv-precision", "fp8", "--runtime", "graph", "--batch", "16", "--prompt-len", "512", "--output-len", "64")
+    fp8, mixed = run_json(capsys, *argv), run_json(capsys, *argv, "--expert-precision", "fp16")
+    assert fp8["expert_precision"] is None and mixed["expert_precision"] == "fp16"
+    assert mixed["memory"]["weights"] > fp8["memory"]["weights"] and mixed["tpot_s"] > fp8["tpot_s"]
+    assert "mixture of experts" in run_error(capsys, "predict", "--model", "llama-3-8b", "--gpu", "h100",
+                                             "--expert-precision", "fp16")
+
+
 @pytest.mark.parametrize("argv, message", [
     (("--model", "llama-3-8b", "--gpu", "a100", "--prompt-len", "8000", "--output-len", "500"), "maximum"),
     (("--model", "llama-2-70b", "--gpu", "a100-sxm4-40gb", "--prompt-len", "16", "--output-len", "16"),

@@ -84,7 +84,8 @@ def _predict(row: dict[str, Any]) -> ServingPrediction:
     if row.get("metric") not in METRICS:
         raise DatasetError(f"metric {row.get('metric')!r}: expected one of {', '.join(METRICS)}")
     activation = "fp16" if row["precision"] == "fp16" else "bf16"
-    prec = serving_precision(row["precision"], row.get("kv"), row.get("group_size", 128), activation)
+    prec = serving_precision(row["precision"], row.get("kv"), row.get("group_size", 128), activation,
+                             row.get("expert_precision"))
     profile = find_profile(row["gpu"])
     tp = tensor_parallel_group(profile, row.get("gpus", 1), algorithm=row.get("allreduce", "auto"),
                                lm_head=row.get("lm_head", "split"))
@@ -100,7 +101,9 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
                 p = _predict(row)
             except (RooflineError, KeyError) as exc:
                 raise DatasetError(f"{block.id} row {row.get('id', '?')}: {exc}") from None
-            settings = (f"{row['precision']}{'/' + row['kv'] if row.get('kv') else ''} B={row['batch']} "
+            settings = (f"{row['precision']}{'/' + row['kv'] if row.get('kv') else ''}"
+                        f"{' (experts ' + row['expert_precision'] + ')' if row.get('expert_precision') else ''}"
+                        f" B={row['batch']} "
                         f"P={row['prompt']} O={row['output']} {row['runtime']}"
                         f"{' TP=' + str(row['gpus']) if row.get('gpus', 1) > 1 else ''}"
                         f"{' static cache ' + str(row['static_cache']) if row.get('static_cache') else ''}"

@@ -26,7 +26,11 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
         g.add_argument("--decode-attention", default="grouped", choices=["grouped", "per-head"],
                        help="decode attention kernel: grouped loads each KV head once for its query heads "
                             "(FlashAttention, SDPA, TensorRT-LLM's XQA; default); per-head runs a block per query "
-                            "head, each loading its KV head (TensorRT-LLM v0.5-0.6's masked MHA)")
+                            "head, each loading its KV head (TensorRT-LLM v0.5-0.6's masked MHA, and v0.7-0.9's "
+                            "where query heads per KV head are neither 1 nor 8)")
+        g.add_argument("--expert-precision", choices=["bf16", "fp16"],
+                       help="a mixture of experts' weights and products in this 16-bit type, the rest at "
+                            "--precision (TensorRT-LLM up to v0.9's MoE plugin has no fp8 path)")
     g.add_argument("--runtime", choices=["eager", "graph"],
                    help="eager: Hugging Face generate (per-op dispatch; default); graph: CUDA graphs (vLLM, "
                         "TensorRT-LLM, gpt-fast compiled)")
@@ -61,7 +65,7 @@ def run_predict(args: argparse.Namespace) -> int:
                               runtime=args.runtime or "eager", allow_oversize=args.allow_oversize,
                               gpus=_gpus(args), node=args.node, nodes=args.nodes, allreduce=args.allreduce,
                               lm_head=args.lm_head, static_cache=args.static_cache,
-                              decode_attention=args.decode_attention)
+                              decode_attention=args.decode_attention, expert_precision=args.expert_precision)
     if args.json:
         print_json(out)
         return 0

@@ -44,6 +44,13 @@ class ServingPrecision:
     GPTAttentionPluginCommon::initialize() (cpp/tensorrt_llm/plugins/gptAttentionCommon/gptAttentionCommon.cpp
     at tag v0.6.1, 9b3e12dbc820a8b72bcd7d712a8c9a54facf97df); an fp8 one came in v0.9.0, off by default
     (tensorrt_llm/plugin/plugin.py, `use_fp8_context_fmha: bool = False`)."""
+    experts: Precision | None = None
+    """A mixture of experts' weights and products in this 16-bit type instead (None: as the other products).
+    TensorRT-LLM's MoE plugin up to v0.9.0 builds its CUTLASS runner only for half x half, float x float,
+    bf16 x bf16 and 16-bit activations with int8/int4 weights (`MixtureOfExpertsPlugin::init`,
+    cpp/tensorrt_llm/plugins/mixtureOfExperts/mixtureOfExpertsPlugin.cpp at tag v0.9.0,
+    250d9c293d5edbc2a45c20775b3150b1eb68b364; tensorrt_llm/layers/moe.py keeps `weight_dtype = dtype` unless
+    weight-only), so an "fp8" Mixtral engine of that release runs its experts in 16 bits."""
 
     @property
     def weight_only(self) -> bool:
@@ -82,15 +89,23 @@ class ServingPrecision:
     def dequant_flops_per_weight(self) -> int:
         return DEQUANT_FLOPS_PER_WEIGHT.get(self.name, 0)
 
+    @property
+    def expert_weight_bytes(self) -> float:
+        """Bytes per expert weight: the experts' own type where they have one, else a linear layer's."""
+        return float(self.experts.storage_bytes) if self.experts else self.linear_weight_bytes
+
 
 SERVING_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 
+EXPERT_PRECISIONS = ("bf16", "fp16")
+
 
 def serving_precision(name: str, kv: str | None = None, group_size: int = DEFAULT_GROUP_SIZE,
-                      activation: str = "bf16") -> ServingPrecision:
-    """`--precision` (bf16, fp16, fp8, int8, int4, fp32) and `--kv-precision` (fp16, bf16, fp8) as served.
-    Weight-only int8/int4 compute in `activation` (bf16 unless the device lacks it), and fp8's attention runs in
-    it (`ServingPrecision.attention`)."""
+                      activation: str = "bf16", experts: str | None = None) -> ServingPrecision:
+    """`--precision` (bf16, fp16, fp8, int8, int4, fp32), `--kv-precision` (fp16, bf16, fp8) and
+    `--expert-precision` (bf16, fp16: a mixture of experts' weights and products, `ServingPrecision.experts`) as
+    served. Weight-only int8/int4 compute in `activation` (bf16 unless the device lacks it), and fp8's attention
+    runs in it (`ServingPrecision.attention`)."""
     key = name.strip().lower()
     if key not in SERVING_PRECISIONS:
         raise UnknownName(f"unknown serving precision '{name}'{did_you_mean(key, list(SERVING_PRECISIONS))}; "
@@ -103,5 +118,11 @@ def serving_precision(name: str, kv: str | None = None, group_size: int = DEFAUL
         raise UnknownName(f"unknown KV cache precision '{kv}'; choose one of {', '.join(KV_BYTES)}")
     bits = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}[key]
     attention = get_precision(activation) if key == "fp8" else compute
-    return ServingPrecision(key, compute, bits, group_size, kv_key, attention)
+    expert = None
+    if experts is not None:
+        e_key = experts.strip().lower()
+        if e_key not in EXPERT_PRECISIONS:
+            raise UnknownName(f"unknown expert precision '{experts}'; choose one of {', '.join(EXPERT_PRECISIONS)}")
+        expert = get_precision(e_key)
+    return ServingPrecision(key, compute, bits, group_size, kv_key, attention, expert)
 

@@ -47,6 +47,7 @@ from roofline.workload.llm.phases import (
     unfused_bytes,
 )
 from roofline.workload.ops.gemm import Linear
+from roofline.workload.ops.serving import ExpertLinear
 
 DEQUANT_ROW_BAND = 128
 """Rows of the output tile band one dequantised weight tile serves (the largest GEMM tile side the cost model
@@ -175,14 +176,18 @@ class ServingPrediction:
 def weight_bytes(cfg: DecoderConfig, prec: ServingPrecision, layout: Layout = ONE_GPU) -> float:
     """Linear layers at the stored size with scales; embeddings and norms at 16 bits (or fp32). Over
     tensor-parallel GPUs, one GPU's: its share of the linear layers, the rest replicated."""
-    linear = _linear_params(cfg, layout)
-    return linear * prec.linear_weight_bytes + (cfg.params() - _linear_params(cfg)) * prec.other_weight_bytes
+    linear, experts = _linear_params(cfg, layout)
+    dense, all_experts = _linear_params(cfg)
+    return (linear * prec.linear_weight_bytes + experts * prec.expert_weight_bytes
+            + (cfg.params() - dense - all_experts) * prec.other_weight_bytes)
 
 
-def _linear_params(cfg: DecoderConfig, layout: Layout = ONE_GPU) -> int:
+def _linear_params(cfg: DecoderConfig, layout: Layout = ONE_GPU) -> tuple[int, int]:
+    """Parameters of one GPU's linear layers: (the others, the experts')."""
     ops = decode(cfg, 1, 1, layout=Layout(layout.tp, layout.split_lm_head)).steps
-    return int(sum(s.op.params() * s.repeat for s in ops if isinstance(s.op, Linear)
-                   and not getattr(s.op, "tied", False)))
+    linear = [s for s in ops if isinstance(s.op, Linear) and not getattr(s.op, "tied", False)]
+    experts = int(sum(s.op.params() * s.repeat for s in linear if isinstance(s.op, ExpertLinear)))
+    return int(sum(s.op.params() * s.repeat for s in linear)) - experts, experts
 
 
 INT4_MMA_ROWS = 16
@@ -243,10 +248,12 @@ def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, units: 
     for step in phase.steps:
         op = step.op
         is_linear = isinstance(op, Linear)
-        other_ctx = CostContext(units.for_op(op), act_bytes, prec.other_weight_bytes,  # type: ignore[arg-type]
+        weight = prec.expert_weight_bytes if isinstance(op, ExpertLinear) else prec.other_weight_bytes
+        other_ctx = CostContext(units.for_op(op), act_bytes, weight,  # type: ignore[arg-type]
                                 weight_reuse_bytes=reuse_bytes)
-        cost = op_cost(op, "forward", linear_ctx if is_linear else other_ctx)
-        if is_linear and prec.weight_only:
+        priced_alone = is_linear and not (isinstance(op, ExpertLinear) and prec.experts)
+        cost = op_cost(op, "forward", linear_ctx if priced_alone else other_ctx)
+        if priced_alone and prec.weight_only:
             cost = _dequant(cost, op, prec, c)
         if rt.unfused:
             cost = _unfused(cost, unfused_bytes(cfg, op, act_bytes, prec.kv_bytes))

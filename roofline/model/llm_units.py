@@ -2,6 +2,7 @@
 is priced with.
 
 - Products, norms and the rest: the serving precision's (`ServingPrecision.compute`).
+- A mixture of experts' products: `ServingPrecision.experts` where the runtime runs them in another type.
 - Attention's products: `ServingPrecision.attention` (16-bit under fp8 weights: TensorRT-LLM's fused context
   kernel is built in the plugin's 16-bit type).
 - TensorRT-LLM's masked multi-head attention (`MaskedMultiheadAttention`): fused multiply-adds accumulating in
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from roofline.model.ceilings import Ceilings, ceilings_for
 from roofline.model.llm_precision import ServingPrecision
 from roofline.workload.ops.base import Op
-from roofline.workload.ops.serving import CachedAttention, MaskedMultiheadAttention
+from roofline.workload.ops.serving import CachedAttention, ExpertLinear, MaskedMultiheadAttention
 from roofline.workload.precision import get_precision
 
 
@@ -26,12 +27,15 @@ class OpUnits:
     default: Ceilings
     attention: Ceilings
     cuda_cores_fp32: Ceilings
+    experts: Ceilings
 
     def for_op(self, op: Op) -> Ceilings:
         if isinstance(op, MaskedMultiheadAttention):
             return self.cuda_cores_fp32
         if isinstance(op, CachedAttention):
             return self.attention
+        if isinstance(op, ExpertLinear):
+            return self.experts
         return self.default
 
 
@@ -40,4 +44,5 @@ def op_units(profile, prec: ServingPrecision, default: Ceilings) -> OpUnits:
     attention = default if prec.attention == prec.compute else ceilings_for(profile, prec.attention)
     fp32 = get_precision("fp32")
     cuda_cores = default if prec.compute == fp32 else ceilings_for(profile, fp32)
-    return OpUnits(default, attention, cuda_cores)
+    experts = default if prec.experts in (None, prec.compute) else ceilings_for(profile, prec.experts)
+    return OpUnits(default, attention, cuda_cores, experts)

@@ -25,7 +25,8 @@ def _phase_table(title: str, phase: dict[str, Any]) -> Table:
 def render_serving_prediction(out: dict[str, Any]) -> None:
     console = Console()
     m = out["memory"]
-    console.print(f"[bold]{out['model']}[/] on [bold]{out['device']}[/], {out['precision']} weights, "
+    experts = f" ({out['expert_precision']} experts)" if out.get("expert_precision") else ""
+    console.print(f"[bold]{out['model']}[/] on [bold]{out['device']}[/], {out['precision']} weights{experts}, "
                   f"{out['kv_precision']} KV cache, {out['runtime']} runtime, batch {out['batch_size']}, "
                   f"prompt {out['prompt_len']}, output {out['output_len']}")
     console.print(f"  time to first token {format_si(out['ttft_s'], 's')}, time per output token "
