@@ -7,7 +7,8 @@ prediction for the row's settings, and the fields it is grouped by); this module
 splits the rows into the fitted part, the held-out part (whole source blocks marked `holdout: true`, chosen
 before any error was computed), the fresh held-out part (blocks also marked `fresh: true`: gathered and
 committed after the first held-out part's errors had been seen, before any of their own was computed) and the
-third held-out part (`third: true`: likewise, after the fresh part's errors had been seen too),
+third held-out part (`third: true`: likewise, after the fresh part's errors had been seen too) and the fourth
+(`fourth: true`: after the third part's),
 summarises each part overall and per group (median and worst |error| and the signed median), checks the
 targets below, and writes the report.
 
@@ -53,8 +54,8 @@ GROUP_MEDIAN_TARGET = 0.20
 +-5 %; each held-out part's median within 1.3x the fitted part's; every model family and every GPU generation
 (the comparer's `target_groups`) within 20 % median."""
 
-PARTS = ("fitted", "held_out", "fresh_held_out", "third_held_out", "all")
-HELD_OUT_PARTS = ("held_out", "fresh_held_out", "third_held_out")
+PARTS = ("fitted", "held_out", "fresh_held_out", "third_held_out", "fourth_held_out", "all")
+HELD_OUT_PARTS = ("held_out", "fresh_held_out", "third_held_out", "fourth_held_out")
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def summarize(comparisons: Iterable[Comparison]) -> Summary | None:
 
 
 def split(comparisons: list[Comparison]) -> dict[str, list[Comparison]]:
-    """The fitted part, the three held-out parts and all of them."""
+    """The fitted part, the held-out parts and all of them."""
     parts: dict[str, list[Comparison]] = {p: [] for p in PARTS}
     for c in comparisons:
         parts[c.part].append(c)

@@ -166,6 +166,7 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
             raise DatasetError(f"{block.id} row {row.id}: {exc}") from None
         comparisons.append(Comparison(
             row_id=row.id, source_id=block.id, holdout=block.holdout, fresh=block.fresh, third=block.third,
+            fourth=block.fourth,
             published=row.published_step_s,
             predicted=predicted, settings=row.settings(),
             groups={"model": row.model, "gpu": row.gpu, "mode": row.mode, "precision": row.precision,
@@ -212,6 +213,8 @@ def extra_sections(dataset: dict[str, Any], comparisons: list[Comparison]) -> li
 
 def _held_out_label(block: Any) -> str:
     """Which part a source block's rows are in, as the legend names it."""
+    if block.fourth:
+        return " (fourth held-out)"
     if block.third:
         return " (third held-out)"
     return " (fresh held-out)" if block.fresh else " (held out)" if block.holdout else ""
@@ -219,15 +222,17 @@ def _held_out_label(block: Any) -> str:
 
 def legend(dataset: dict[str, Any]) -> list[str]:
     blocks = source_blocks(dataset)
-    held = [b for b in blocks if b.holdout and not b.fresh and not b.third]
+    held = [b for b in blocks if b.holdout and not (b.fresh or b.third or b.fourth)]
     fresh = [b for b in blocks if b.fresh]
     third = [b for b in blocks if b.third]
+    fourth = [b for b in blocks if b.fourth]
     lines = [
         f"Dataset: benchmarks/published/gpu-steps.yaml, {sum(len(b.rows) for b in blocks)} rows from "
         f"{len(blocks)} source blocks; held out: {', '.join(b.id for b in held)} "
         f"({sum(len(b.rows) for b in held)} rows); fresh held-out: {', '.join(b.id for b in fresh) or 'none'} "
         f"({sum(len(b.rows) for b in fresh)} rows); third held-out: {', '.join(b.id for b in third) or 'none'} "
-        f"({sum(len(b.rows) for b in third)} rows).",
+        f"({sum(len(b.rows) for b in third)} rows); fourth held-out: {', '.join(b.id for b in fourth) or 'none'} "
+        f"({sum(len(b.rows) for b in fourth)} rows).",
         f"Held-out rule (committed before any error was computed): {dataset.get('holdout_rule', 'not stated')}",
         "Predicted: `predict_step` with the shipped profiles, no calibration; each row's stated settings; inputs "
         "from a loader copied from pinned memory each step (on a stream of their own where the loader prefetches), "

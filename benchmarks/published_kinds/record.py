@@ -6,7 +6,8 @@ or one run of this project on a lent machine (`kind: measured-here`, with the `s
 the `date`). `holdout: true` puts the whole block in the held-out part; `fresh: true` with it puts the block in
 a held-out set of its own, gathered after the first held-out part's errors had been seen (so that part no longer
 tests generalization honestly) and committed before any error of its rows was computed; `third: true` with it
-puts the block in a third such set, gathered after the fresh set's errors had been seen too. `defaults` are row
+puts the block in a third such set, gathered after the fresh set's errors had been seen too, and `fourth: true`
+in a fourth, gathered after the third set's errors had been seen. `defaults` are row
 fields the block's rows share; a row's own fields override them.
 """
 
@@ -39,6 +40,9 @@ class SourceBlock(BaseModel):
     third: bool = False
     """A held-out block of the third set: committed before any of its errors was computed, after the fresh set's
     errors had been visible while mechanisms were changed; reported as a part of its own."""
+    fourth: bool = False
+    """A held-out block of the fourth set: committed before any of its errors was computed, after the third
+    set's errors had been visible too; reported as a part of its own."""
     citation: str | None = None
     script: str | None = None
     """measured-here: the command that measured the rows, runnable from the repository root."""
@@ -57,10 +61,12 @@ class SourceBlock(BaseModel):
             raise ValueError("a measured-here block needs `script` (the command) and `date`")
         if not self.rows:
             raise ValueError("a block needs at least one row")
-        if (self.fresh or self.third) and not self.holdout:
-            raise ValueError("`fresh: true` and `third: true` mark held-out blocks: they need `holdout: true`")
-        if self.fresh and self.third:
-            raise ValueError("a block is in one held-out set: `fresh: true` or `third: true`, not both")
+        sets = [flag for flag in ("fresh", "third", "fourth") if getattr(self, flag)]
+        if sets and not self.holdout:
+            raise ValueError(f"`{sets[0]}: true` marks a held-out block: it needs `holdout: true`")
+        if len(sets) > 1:
+            raise ValueError(f"a block is in one held-out set: {' and '.join(f'`{s}: true`' for s in sets)} "
+                             "are exclusive")
         return self
 
     def merged_rows(self) -> list[dict[str, Any]]:
@@ -114,10 +120,15 @@ class Comparison:
     """In the fresh held-out set (`SourceBlock.fresh`)."""
     third: bool = False
     """In the third held-out set (`SourceBlock.third`)."""
+    fourth: bool = False
+    """In the fourth held-out set (`SourceBlock.fourth`)."""
 
     @property
     def part(self) -> str:
-        """'fitted', 'held_out' (the first held-out set), 'fresh_held_out' or 'third_held_out'."""
+        """'fitted', 'held_out' (the first held-out set), 'fresh_held_out', 'third_held_out' or
+        'fourth_held_out'."""
+        if self.fourth:
+            return "fourth_held_out"
         if self.third:
             return "third_held_out"
         return "fresh_held_out" if self.fresh else "held_out" if self.holdout else "fitted"
