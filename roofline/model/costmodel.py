@@ -15,6 +15,8 @@ device work on a GPU and adds to it on a CPU). Each mechanism is named where it 
   weights at the level that holds their reuse distance, the whole step's footprint;
 - depthwise convolutions have no channel reduction to feed a GEMM and run as a direct stencil on the
   vector units;
+- convolution algorithm (GPU): an fp32 3x3 stride-1 convolution on the CUDA cores runs as cuDNN's Winograd
+  F(4x4, 3x3) where that is faster: 4x fewer multiplications, with its transforms' traffic (`_winograd_s`);
 - layout: tensor-core convolutions run in NHWC; given PyTorch's default NCHW tensors, cuDNN transposes
   them in kernels of their own before and after the convolution (NVIDIA, "Tensor Layouts In Memory: NCHW vs
   NHWC", https://docs.nvidia.com/deeplearning/performance/dl-performance-convolutional/index.html), whose
@@ -36,12 +38,14 @@ from roofline.model.conv_cost import conv_fixed_s, conv_kind, efficiency_key, la
 from roofline.model.cpu_runtime.backend import cpu_conv_backend
 from roofline.model.gemm_cost import (
     QUANTIZATION_NOTE_RATIO,
+    TILE_DEPTH_OVERHEAD,
     gemm_compute_s,
     gemm_rate,
     skinny_gemm_rate,
     tile_depth_overhead,
 )
 from roofline.model.notes import Note
+from roofline.model.winograd import winograd_plan
 from roofline.workload.ops.base import GemmView, Op
 from roofline.workload.ops.conv import Conv2d
 from roofline.workload.ops.gemm import Linear
@@ -132,7 +136,7 @@ def _gemm_view_s(op: Op, view: GemmView, pass_: str, ctx: CostContext, call_s: f
             # timed, and the fit's asymptote bound it
             return t, 0.0, path
         return max(t, view.flops / rate), 0.0, path
-    t, tile, split, panel = gemm_compute_s(view, rate, ctx, tile_depth_overhead(op, path, ctx))
+    t, tile, split, panel = gemm_compute_s(view, rate, ctx, tile_depth_overhead(op, ctx))
     useful = view.flops / rate
     if t > QUANTIZATION_NOTE_RATIO * useful:
         notes.append(Note("quantization", f"tile {tile[0]}x{tile[1]}"
@@ -233,6 +237,34 @@ def _transpose_s(op: Op, ctx: CostContext, path: str, read_bytes: float, written
     return seconds
 
 
+def _winograd_s(op: Op, pass_: str, path: str, ctx: CostContext) -> tuple[float, float, float, str] | None:
+    """(seconds, products' compute seconds, memory seconds, note) of the pass run as cuDNN's non-fused Winograd
+    (`roofline.model.winograd`), or None where it has none: a GPU's fp32 convolution on the CUDA cores (cuDNN
+    runs it for tensor-core types through implicit GEMM). The products and their operands' traffic take what
+    any product takes (tile and wave quantization, the level holding them); the transforms are kernels of their
+    own before and after them, so their traffic adds."""
+    c = ctx.ceilings
+    if not (c.is_gpu and isinstance(op, Conv2d) and path == "CUDA cores fp32"):
+        return None
+    plan = winograd_plan(op, pass_)
+    if plan is None:
+        return None
+    element = ctx.activation_bytes
+    # the products are a batched GEMM, not an implicit-GEMM convolution: they pay a GEMM's depth overhead
+    compute_s, _, _, panel = gemm_compute_s(plan.products, c.vector_flops_per_s, ctx, TILE_DEPTH_OVERHEAD)
+    product_bytes, transform_bytes = plan.product_elements * element, plan.transform_elements * element
+    product_level = _level_for(c.levels, product_bytes, True)
+    products_s = max(compute_s, product_bytes / product_level.bandwidth_bytes_per_s,
+                     panel / c.l2.bandwidth_bytes_per_s if c.l2 else 0.0)
+    transform_level = _level_for(c.levels, transform_bytes, True)
+    transforms_s = transform_bytes / transform_level.bandwidth_bytes_per_s
+    seconds = products_s + transforms_s
+    note = (f"cuDNN's Winograd F(4x4, 3x3): {plan.products.count} products of {plan.products.m}x"
+            f"{plan.products.n}x{plan.products.k} ({plan.products.flops / 1e9:.3g} GFLOP, 4x fewer multiplications) "
+            f"and {transform_bytes / 1e6:.3g} MB of transforms, {seconds * 1e3:.3g} ms")
+    return seconds, compute_s, seconds - compute_s if seconds > compute_s else 0.0, note
+
+
 def _kernel_rate(op: Op, pass_: str, ctx: CostContext) -> tuple[str, float | None]:
     """(key, measured rate) of the op's non-GEMM kernel for this pass: for activations not in channels_last the
     layout's own measurement first ('norm:train:nchw': a library runs another kernel over NCHW tensors), then
@@ -317,6 +349,11 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
                           f"blocked layout and back ({conversion_s * 1e3:.3g} ms; use channels_last)"))
     layout_s = conversion_s + transpose_s
     work_s = max(compute_s, memory_s) + layout_s
+    winograd = _winograd_s(op, pass_, path, ctx)
+    if winograd is not None and winograd[0] < work_s:
+        notes.append(Note("convolution algorithm", f"{winograd[3]} against {work_s * 1e3:.3g} ms direct"))
+        work_s, compute_s, memory_s = winograd[0], winograd[1], winograd[2]
+        level_name = "DRAM"
     bound = _bound(compute_s, memory_s, layout_s, work_s, host_s, launch_s, level_name)
     return OpCost(op.name, op.kind, pass_, flops, act_bytes + w_bytes, compute_s, memory_s, host_s,
                   max(work_s, launch_s), bound, path, tuple(dict.fromkeys(notes)), launches, c.is_gpu)

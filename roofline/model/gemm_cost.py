@@ -98,11 +98,13 @@ def _largest_power_of_two(limit: int) -> int:
     return 1 << (limit.bit_length() - 1) if limit >= 2 else 1
 
 
-def tile_depth_overhead(op: Op, path: str, ctx: CostContext) -> int:
-    """`TILE_DEPTH_OVERHEAD` for a matrix product on a GPU's tensor cores, what the table it comes from measured;
-    0 for a convolution (cuDNN's implicit-GEMM kernels, which the table does not time, and whose published
-    rows the square rate already matches), for the CUDA cores' SIMT kernels and on a CPU."""
-    if not ctx.ceilings.is_gpu or isinstance(op, Conv2d) or not path.startswith("tensor cores"):
+def tile_depth_overhead(op: Op, ctx: CostContext) -> int:
+    """`TILE_DEPTH_OVERHEAD` for a matrix product on a GPU, on the tensor cores (what the table it comes from
+    measured) or the CUDA cores (a SIMT kernel's tiles fill the same pipeline and store the same epilogue; no
+    table of its own was found, so the measured depth is taken); 0 for a convolution (cuDNN's implicit-GEMM
+    kernels, which the table does not time, and whose published rows the square rate already matches) and on a
+    CPU."""
+    if not ctx.ceilings.is_gpu or isinstance(op, Conv2d):
         return 0
     return TILE_DEPTH_OVERHEAD
 

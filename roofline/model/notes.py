@@ -7,7 +7,7 @@ from typing import Literal
 
 NoteKind = Literal["alignment", "quantization", "fallback convolution", "measured rate", "measured convolution",
                    "depthwise", "layout transpose", "kernel rate", "layout conversion", "first touch", "dequantization",
-                   "training loop"]
+                   "training loop", "operand layout", "unfused", "synchronization", "convolution algorithm"]
 
 
 class Note(str):
