@@ -72,6 +72,14 @@ def test_a_wide_fp32_layer_takes_winograd_on_the_cuda_cores_and_not_on_tensor_co
     assert not any(n.kind == "convolution algorithm" for n in fp16.notes)
 
 
+def test_a_half_convolution_without_tensor_cores_takes_winograd_too():
+    # PyTorch describes a half convolution with float arithmetic (cuDNN's PSEUDO_HALF_CONFIG); a GTX 1080 Ti has
+    # no tensor cores, so its fp16 convolution runs on the CUDA cores and may run as Winograd
+    cost = op_cost(_vgg_conv3(), "forward", _context("gtx-1080-ti", "fp16"))
+    assert cost.path == "CUDA cores fp16"
+    assert any(n.kind == "convolution algorithm" for n in cost.notes)
+
+
 def test_a_layer_whose_transforms_cost_more_than_they_save_stays_direct():
     # VGG-16's conv1_2 (64 -> 64 channels at 224 x 224): the transformed tiles are 2.25x the activations, which
     # at 64 channels cost more DRAM time on a V100 than the 4x fewer multiplications save

@@ -239,12 +239,14 @@ def _transpose_s(op: Op, ctx: CostContext, path: str, read_bytes: float, written
 
 def _winograd_s(op: Op, pass_: str, path: str, ctx: CostContext) -> tuple[float, float, float, str] | None:
     """(seconds, products' compute seconds, memory seconds, note) of the pass run as cuDNN's non-fused Winograd
-    (`roofline.model.winograd`), or None where it has none: a GPU's fp32 convolution on the CUDA cores (cuDNN
-    runs it for tensor-core types through implicit GEMM). The products and their operands' traffic take what
-    any product takes (tile and wave quantization, the level holding them); the transforms are kernels of their
-    own before and after them, so their traffic adds."""
+    (`roofline.model.winograd`), or None where it has none: a GPU's convolution on the CUDA cores in fp32, or in
+    fp16 where no tensor core takes it (PyTorch describes a half convolution with float arithmetic,
+    `ConvolutionDescriptor::set` in aten/src/ATen/cudnn/Descriptors.h: cuDNN's PSEUDO_HALF_CONFIG, which the
+    non-fused Winograd supports with FLOAT_CONFIG); tensor-core convolutions run as implicit GEMM. The products
+    and their operands' traffic take what any product takes (tile and wave quantization, the level holding
+    them); the transforms are kernels of their own before and after them, so their traffic adds."""
     c = ctx.ceilings
-    if not (c.is_gpu and isinstance(op, Conv2d) and path == "CUDA cores fp32"):
+    if not (c.is_gpu and isinstance(op, Conv2d) and path in ("CUDA cores fp32", "CUDA cores fp16")):
         return None
     plan = winograd_plan(op, pass_)
     if plan is None:
