@@ -53,6 +53,25 @@ def test_nchw_fp16_batchnorm_forward_takes_its_layouts_rate():
     assert bn_rate(False, "backward_input") == pytest.approx(share["norm:train:backward"] * dram, rel=0.01)
 
 
+def test_a_kernel_rate_carries_to_another_gpu_under_its_dram_share_and_its_sm_cycles():
+    # BatchNorm in eval over fp16 tensors streamed 1.431e12 B/s on the H100 (132 SMs x 1.98 GHz, copy rate
+    # 3.009e12: a 47.6% share). The H200 has the same SMs at the same clock and 4.8 TB/s: the share would give it
+    # 1.5x the H100's rate, its SM-cycles the H100's rate, the lower applies. The V100 (80 SMs x 1.53 GHz,
+    # 900 GB/s) has more SM-cycles per byte than the H100: its share of its own DRAM level applies.
+    measured = 1.431e12
+    share = measured / 3.009e12
+
+    def rate(gpu: str) -> tuple[float, float]:
+        c = ceilings_for(find_profile(gpu), get_precision("fp16"))
+        return c.kernel_bytes_per_s["norm:eval"], c.dram.bandwidth_bytes_per_s
+
+    h200, h200_dram = rate("h200-sxm-141gb")
+    assert share * h200_dram > measured and h200 == pytest.approx(measured, rel=1e-9)
+    v100, v100_dram = rate("v100-sxm2-16gb")
+    assert v100 == pytest.approx(share * v100_dram, rel=1e-9)
+    assert measured * (80 * 1.53e9) / (132 * 1.98e9) > v100
+
+
 def test_kernel_shares_are_below_the_copy_rate():
     kr = load_runtime(EAGER_CUDA).kernel_rates
     for element_bytes in (2, 4):

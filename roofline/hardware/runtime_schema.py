@@ -21,6 +21,9 @@ class KernelRates(_Strict):
     source: str = Field(min_length=1)
     reference_bandwidth_bytes_per_s: float = Field(gt=0, allow_inf_nan=False)
     reference: str
+    reference_sm_cycles_per_s: float = Field(gt=0, allow_inf_nan=False)
+    """SMs x clock of the GPU the rates were measured on: what its kernels' issue and latency limits scale by."""
+    reference_sm_cycles_source: str = Field(min_length=1)
     bytes_per_s: dict[str, dict[int, float]]
     """kernel key -> {bytes per element: compulsory bytes read + written per second}."""
 

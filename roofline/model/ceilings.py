@@ -54,6 +54,9 @@ class Ceilings:
     vector_lanes_fp32: int = 0
     """CPU: fp32 lanes of one SIMD register (simd_width_bits / 32): oneDNN blocks channels by it (aBcd8b on
     AVX2, aBcd16b on AVX-512), so its layout copies pad channels to a multiple of it. 0 on a GPU."""
+    sm_cycles_per_s: float = 0.0
+    """GPU: SMs x boost clock (`sm_cycles_per_s`), what the runtime profile's kernel rates scale by on the SM side;
+    0 on a CPU."""
     threads: int = 1
     """Host threads the framework computes with (the calibration's torch thread count, else the cores): PyTorch
     picks some CPU kernels by it (`roofline.model.cpu_runtime.backend.cpu_conv_backend`)."""
@@ -341,19 +344,32 @@ def _fp32_cuda_core_rate(profile: GpuProfile, datasheet: float, runtime: str | N
     return _cuda_core_rate(profile, "fp32", datasheet, runtime) or (datasheet, "derived")
 
 
-def runtime_figures(runtime: str, levels: tuple[Level, ...],
-                    element_bytes: int) -> tuple[dict[str, float], dict[str, float]]:
+def sm_cycles_per_s(profile: GpuProfile) -> float:
+    """SMs x boost clock: the cycles per second a GPU's kernels issue in, what a rate measured per SM-cycle
+    scales by."""
+    return profile.compute.sm_count.value * profile.compute.boost_clock_hz.value
+
+
+def runtime_figures(runtime: str, levels: tuple[Level, ...], element_bytes: int,
+                    sm_cycles_per_s: float) -> tuple[dict[str, float], dict[str, float]]:
     """(host seconds per layer call by kind, kernel streaming rates by kernel key) of eager PyTorch on a GPU
     that has no calibration of its own, from the measured runtime profile (`roofline.hardware.runtime`): the
-    host costs as measured, each kernel's rate as its measured share of the copy rate times this GPU's DRAM
-    level. A kernel whose backward was not measured is given its forward's share: where both were (BatchNorm,
-    ReLU in ResNet-50's steps on the H100) they are within 20% of each other, max pooling excepted. A layout's
+    host costs as measured, each kernel's rate under two bounds, the lower of which applies: its measured share
+    of the copy rate times this GPU's DRAM level (what its access pattern gets out of memory), and its measured
+    rate per SM-cycle times this GPU's SMs x clock (`sm_cycles_per_s`: what its instructions and the latency its
+    warps hide allow). A kernel that reached 48% of the H100's copy rate is taken to reach no more of another
+    board's, nor more per SM-cycle: on an H200 (the same 132 SMs at the same clock, 1.4x the bandwidth) it runs at
+    the H100's rate, on a V100 (far fewer SM-cycles, far less bandwidth) at its share of the V100's copy rate.
+    A kernel whose backward was not measured is given its forward's share: where both were (BatchNorm, ReLU in
+    ResNet-50's steps on the H100) they are within 20% of each other, max pooling excepted. A layout's
     own figure (':nchw', one forward kernel timed alone) is not carried to the backward, which keeps the kernel's
     backward measured in a step: with it carried, fp16 NCHW training steps priced 21-57% too slow (ResNet-50 on
     nine GPUs, benchmarks/LOG.md), so the NCHW backward's rate is taken as unknown, not as the forward's."""
     figures = load_runtime(runtime)
     dram = levels[-1].bandwidth_bytes_per_s
-    rates = {key: share * dram for key, share in figures.kernel_rates.shares(element_bytes).items()}
+    measured = figures.kernel_rates
+    sm_scale = sm_cycles_per_s / measured.reference_sm_cycles_per_s * measured.reference_bandwidth_bytes_per_s
+    rates = {key: share * min(dram, sm_scale) for key, share in measured.shares(element_bytes).items()}
     rates |= {f"{key}:backward": rate for key, rate in rates.items()
               if f"{key}:backward" not in rates and ":nchw" not in key}
     return dict(figures.host_call_s.by_kind), rates
@@ -418,7 +434,8 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
     dispatch_by_kind = dict(measured.dispatch_s_by_kind) if measured else {}
     kernel_rates = dict(measured.kernel_bytes_per_s) if measured else {}
     if isinstance(profile, GpuProfile) and not measured and runtime:
-        dispatch_by_kind, kernel_rates = runtime_figures(runtime, levels, precision.storage_bytes)
+        dispatch_by_kind, kernel_rates = runtime_figures(runtime, levels, precision.storage_bytes,
+                                                         sm_cycles_per_s(profile))
         provenance["dispatch_s"] = provenance["kernel_rates"] = "runtime profile (measured on an H100 host)"
     across = 1.0
     if isinstance(profile, GpuProfile) and runtime:
@@ -431,6 +448,7 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
     lanes = 0 if is_gpu else int(profile.compute.simd_width_bits.value) // 32  # type: ignore[union-attr]
     return Ceilings(
         device=profile.name, is_gpu=is_gpu, units=units, vector_lanes_fp32=lanes,
+        sm_cycles_per_s=sm_cycles_per_s(profile) if isinstance(profile, GpuProfile) else 0.0,
         threads=int(threads) if isinstance(threads, int | float) and threads else units, compute_dtype=dtype,
         matrix_flops_per_s=matrix_value, vector_flops_per_s=vector_value, alignment_elements=alignment,
         gemm_curve=curve, gemm_fit=fit_gemm_curve(curve),
