@@ -344,6 +344,14 @@ def _fp32_cuda_core_rate(profile: GpuProfile, datasheet: float, runtime: str | N
     return _cuda_core_rate(profile, "fp32", datasheet, runtime) or (datasheet, "derived")
 
 
+HALF_ON_FP32_LANES = ("fp16", "bf16")
+"""16-bit dtypes whose products PyTorch computes in float where no tensor core takes them: a half GEMM is
+cublasGemmEx with a float compute type (`at::cuda::blas::gemm<at::Half>` takes float alpha and beta,
+`at::opmath_type`), a half convolution a float-math cuDNN descriptor (`ConvolutionDescriptor::set`,
+aten/src/ATen/cudnn/Descriptors.h). On a GPU without tensor cores they run on the fp32 lanes, whatever the
+chip's half2 rate (a P100's is twice its fp32 one): the 16-bit bytes are halved, the arithmetic is not."""
+
+
 def sm_cycles_per_s(profile: GpuProfile) -> float:
     """SMs x boost clock: the cycles per second a GPU's kernels issue in, what a rate measured per SM-cycle
     scales by."""
@@ -405,6 +413,12 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
             vector_value, provenance["vector_flops_per_s"] = _fp32_cuda_core_rate(profile, vector_value, runtime)
     elif isinstance(profile, GpuProfile) and (rate := _cuda_core_rate(profile, dtype, vector_value, runtime)):
         vector_value, provenance["vector_flops_per_s"] = rate
+    if (isinstance(profile, GpuProfile) and dtype in HALF_ON_FP32_LANES and matrix_value is None
+            and dtype not in profile.sustained_flops_per_s and not (measured and dtype in measured.peak_flops)):
+        fp32 = vector_peak(profile, "fp32")
+        fp32_rate, _ = _fp32_cuda_core_rate(profile, fp32.value if fp32 else vector_value, runtime)
+        if fp32_rate < vector_value:
+            vector_value, provenance["vector_flops_per_s"] = fp32_rate, "fp32 arithmetic (PyTorch's half products)"
     alignment = None
     if isinstance(profile, GpuProfile) and dtype in profile.tensor_cores:
         alignment = profile.tensor_cores[dtype].alignment_elements
