@@ -15,8 +15,9 @@ device work on a GPU and adds to it on a CPU). Each mechanism is named where it 
   weights at the level that holds their reuse distance, the whole step's footprint;
 - depthwise convolutions have no channel reduction to feed a GEMM and run as a direct stencil on the
   vector units;
-- convolution algorithm (GPU): an fp32 3x3 stride-1 convolution on the CUDA cores runs as cuDNN's Winograd
-  F(4x4, 3x3) where that is faster: 4x fewer multiplications, with its transforms' traffic (`_winograd_s`);
+- convolution algorithm (GPU): a 3x3 stride-1 convolution on the CUDA cores (fp32, or fp16 without tensor
+  cores) runs as cuDNN's Winograd F(4x4, 3x3) where that is faster: 4x fewer multiplications, with its
+  transforms' traffic (`_winograd_s`);
 - layout: tensor-core convolutions run in NHWC; given PyTorch's default NCHW tensors, cuDNN transposes
   them in kernels of their own before and after the convolution (NVIDIA, "Tensor Layouts In Memory: NCHW vs
   NHWC", https://docs.nvidia.com/deeplearning/performance/dl-performance-convolutional/index.html), whose
@@ -237,8 +238,21 @@ def _transpose_s(op: Op, ctx: CostContext, path: str, read_bytes: float, written
     return seconds
 
 
-def _winograd_s(op: Op, pass_: str, path: str, ctx: CostContext) -> tuple[float, float, float, str] | None:
-    """(seconds, products' compute seconds, memory seconds, note) of the pass run as cuDNN's non-fused Winograd
+@dataclass(frozen=True)
+class _Winograd:
+    """One pass as cuDNN's non-fused Winograd runs it."""
+
+    seconds: float
+    compute_s: float
+    """The products' arithmetic."""
+    memory_s: float
+    """The products' operands and results and the transforms' reads and writes, streamed one after another."""
+    level: str
+    note: str
+
+
+def _winograd_s(op: Op, pass_: str, path: str, ctx: CostContext) -> _Winograd | None:
+    """The pass run as cuDNN's non-fused Winograd
     (`roofline.model.winograd`), or None where it has none: a GPU's convolution on the CUDA cores in fp32, or in
     fp16 where no tensor core takes it (PyTorch describes a half convolution with float arithmetic,
     `ConvolutionDescriptor::set` in aten/src/ATen/cudnn/Descriptors.h: cuDNN's PSEUDO_HALF_CONFIG, which the
@@ -264,7 +278,8 @@ def _winograd_s(op: Op, pass_: str, path: str, ctx: CostContext) -> tuple[float,
     note = (f"cuDNN's Winograd F(4x4, 3x3): {plan.products.count} products of {plan.products.m}x"
             f"{plan.products.n}x{plan.products.k} ({plan.products.flops / 1e9:.3g} GFLOP, 4x fewer multiplications) "
             f"and {transform_bytes / 1e6:.3g} MB of transforms, {seconds * 1e3:.3g} ms")
-    return seconds, compute_s, seconds - compute_s if seconds > compute_s else 0.0, note
+    memory_s = product_bytes / product_level.bandwidth_bytes_per_s + transforms_s
+    return _Winograd(seconds, compute_s, memory_s, transform_level.name, note)
 
 
 def _kernel_rate(op: Op, pass_: str, ctx: CostContext) -> tuple[str, float | None]:
@@ -352,10 +367,10 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     layout_s = conversion_s + transpose_s
     work_s = max(compute_s, memory_s) + layout_s
     winograd = _winograd_s(op, pass_, path, ctx)
-    if winograd is not None and winograd[0] < work_s:
-        notes.append(Note("convolution algorithm", f"{winograd[3]} against {work_s * 1e3:.3g} ms direct"))
-        work_s, compute_s, memory_s = winograd[0], winograd[1], winograd[2]
-        level_name = "DRAM"
+    if winograd is not None and winograd.seconds < work_s:
+        notes.append(Note("convolution algorithm", f"{winograd.note} against {work_s * 1e3:.3g} ms direct"))
+        work_s, compute_s, memory_s = winograd.seconds, winograd.compute_s, winograd.memory_s
+        level_name = winograd.level
     bound = _bound(compute_s, memory_s, layout_s, work_s, host_s, launch_s, level_name)
     return OpCost(op.name, op.kind, pass_, flops, act_bytes + w_bytes, compute_s, memory_s, host_s,
                   max(work_s, launch_s), bound, path, tuple(dict.fromkeys(notes)), launches, c.is_gpu)
