@@ -456,6 +456,22 @@ def test_every_command_refuses_bad_arguments(argv):
     assert_refused(invoke(argv, {"keep.yaml": KEEP, "keep.png": KEEP}))
 
 
+@pytest.mark.parametrize("argv", [["hw", "show", "x" * 300 + ".yaml"],
+                                  ["predict", "--model", "x" * 300 + ".json", "--gpu", "h100"],
+                                  ["predict", "--model", "x" * 300 + "/config.json", "--gpu", "h100"]])
+def test_a_name_longer_than_the_file_system_allows_is_refused(argv):
+    # a .yaml / .json name over 255 bytes makes the OS refuse the lookup itself (ENAMETOOLONG), found by
+    # benchmarks/fuzz_contract.py: the refusal is the contract's one line
+    assert "too long" in assert_refused(invoke(argv))
+
+
+def test_an_op_with_no_work_in_inference_prints_its_step():
+    # a dropout is the identity in inference: nothing runs, the step is 0 s and has no rate; the human view
+    # says so instead of formatting the JSON's null
+    result = invoke(["predict", "--op", "dropout(numel=4096)", "--gpu", "v100"])
+    assert result.code == 0 and "nothing runs" in result.out and "Traceback" not in result.err
+
+
 @pytest.mark.parametrize("argv", [[], ["nosuch"], ["hw"], ["predict", "--model", "mlp"], ["predict", "--frob"],
                                   ["predict", "--model", "mlp", "--gpu", "v100", "--cpu", "textbook"],
                                   ["advise", "--model", "mlp", "--gpu", "v100", "--train", "--infer"],

@@ -84,10 +84,10 @@ def run_show(args: argparse.Namespace) -> int:
 def _fabric_kind(name: str) -> str | None:
     """'link', 'node' or 'runtime' when the name is one of those profiles, else None (a device, or unknown)."""
     from roofline.hardware import list_profiles
-    from roofline.hardware.load import OTHER_SCHEMAS, _read_yaml
+    from roofline.hardware.load import OTHER_SCHEMAS, _read_yaml, is_file
 
     path = Path(name)
-    if path.suffix in (".yaml", ".yml") and path.is_file():
+    if path.suffix in (".yaml", ".yml") and is_file(path):
         kind = _read_yaml(path).get("kind")
         return kind if kind in OTHER_SCHEMAS else None
     key = name.strip().lower()

@@ -13,6 +13,11 @@ MAX_LAYER_ROWS = 40
 """Longer models show their slowest layers only; --json always has all of them."""
 
 
+def _rate(samples_per_s: float | None) -> str:
+    """Samples per second as printed; a step with no work has no rate (the JSON's null)."""
+    return f"{samples_per_s:.1f} samples/s" if samples_per_s is not None else "no rate (no work)"
+
+
 def render_prediction(out: dict[str, Any]) -> None:
     console = Console()
     mode = "training step" if out["train"] else "inference step"
@@ -21,8 +26,11 @@ def render_prediction(out: dict[str, Any]) -> None:
     if out.get("context") == "alone":
         console.print("  context: the op alone, called back to back in a loop (warm calls, steady heap); "
                       "--in-model prices it as one layer of a model")
-    console.print(f"  step {format_si(out['step_time_s'], 's')}  ->  {out['samples_per_s']:.1f} samples/s   "
+    console.print(f"  step {format_si(out['step_time_s'], 's')}  ->  {_rate(out['samples_per_s'])}   "
                   f"memory {format_bytes(out['memory_bytes'])} of {format_bytes(out['capacity_bytes'])}")
+    if not out["step_time_s"]:
+        console.print("  nothing runs: every op is free in this mode (a view moves no data; a dropout is the "
+                      "identity in inference, --train prices its passes)")
     console.print(f"  host (dispatch) {format_si(out['host_s'], 's')}, device {format_si(out['device_s'], 's')}, "
                   f"input copy {format_si(out['transfer_s'], 's')}, sync {format_si(out['sync_s'], 's')}"
                   + (f", optimizer {format_si(out['optimizer_s'], 's')}" if out["train"] else ""))
@@ -34,7 +42,9 @@ def render_prediction(out: dict[str, Any]) -> None:
         for col in ("batch", "step time", "samples/s", "memory"):
             t.add_column(col, justify="right")
         for row in out["batches"]:
-            t.add_row(str(row["batch_size"]), format_si(row["step_time_s"], "s"), f"{row['samples_per_s']:.1f}",
+            rate = row["samples_per_s"]
+            t.add_row(str(row["batch_size"]), format_si(row["step_time_s"], "s"),
+                      f"{rate:.1f}" if rate is not None else "-",
                       format_bytes(row["memory_bytes"]))
         console.print(t)
     rows = [r for r in out["layers"] if r["bound"] != "free"]

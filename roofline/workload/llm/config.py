@@ -159,7 +159,11 @@ def from_hf_dict(raw: dict[str, Any], name: str) -> DecoderConfig:
 def read_hf_config(path: str) -> DecoderConfig:
     """Read a config.json from disk (no network, no weights)."""
     p = Path(path)
-    if not p.is_file():
+    try:
+        present = p.is_file()
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path}: not usable as a config path ({getattr(exc, 'strerror', None) or exc})") from None
+    if not present:
         raise ConfigError(f"{path}: no such config file")
     try:
         raw = json.loads(p.read_text())
