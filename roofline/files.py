@@ -23,6 +23,15 @@ def _reason(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or str(exc)
 
 
+def is_file(path: Path, what: str, error: type[RooflineError] = RooflineError) -> bool:
+    """Path.is_file for a path the user named, with the OS's refusals (a name over 255 bytes, a path through a
+    file) as `error`: '<path>: not usable as a <what> path (<reason>)'."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError) as exc:
+        raise error(f"{path}: not usable as a {what} path ({_reason(exc)})") from None
+
+
 def check_target(path: Path, flag: str, force: bool, parent_must_exist: bool = True) -> None:
     """Refuse, before any work is done, a target that exists (unless `force`), is a directory, or sits in a
     directory that does not exist; `flag` names the option in the message."""

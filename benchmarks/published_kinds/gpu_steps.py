@@ -21,7 +21,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from benchmarks.published_kinds.record import Comparison, DatasetError, SourceBlock, first_error, source_blocks
+from benchmarks.published_kinds.record import (
+    HELD_OUT_SETS,
+    Comparison,
+    DatasetError,
+    SourceBlock,
+    first_error,
+    source_blocks,
+)
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
 from roofline.model.fp32_math import DEFAULT_FP32_MATH, pytorch_fp32_math, pytorch_version
@@ -211,28 +218,25 @@ def extra_sections(dataset: dict[str, Any], comparisons: list[Comparison]) -> li
     return lines
 
 
+HELD_OUT_NAMES = {"held_out": "held out", **{f"{s}_held_out": f"{s} held-out" for s in HELD_OUT_SETS}}
+"""Each held-out part as the legend names it."""
+
+
 def _held_out_label(block: Any) -> str:
     """Which part a source block's rows are in, as the legend names it."""
-    if block.fourth:
-        return " (fourth held-out)"
-    if block.third:
-        return " (third held-out)"
-    return " (fresh held-out)" if block.fresh else " (held out)" if block.holdout else ""
+    return f" ({HELD_OUT_NAMES[block.part]})" if block.part in HELD_OUT_NAMES else ""
 
 
 def legend(dataset: dict[str, Any]) -> list[str]:
     blocks = source_blocks(dataset)
-    held = [b for b in blocks if b.holdout and not (b.fresh or b.third or b.fourth)]
-    fresh = [b for b in blocks if b.fresh]
-    third = [b for b in blocks if b.third]
-    fourth = [b for b in blocks if b.fourth]
+    parts = []
+    for part, name in HELD_OUT_NAMES.items():
+        members = [b for b in blocks if b.part == part]
+        parts.append(f"{name}: {', '.join(b.id for b in members) or 'none'} "
+                     f"({sum(len(b.rows) for b in members)} rows)")
     lines = [
         f"Dataset: benchmarks/published/gpu-steps.yaml, {sum(len(b.rows) for b in blocks)} rows from "
-        f"{len(blocks)} source blocks; held out: {', '.join(b.id for b in held)} "
-        f"({sum(len(b.rows) for b in held)} rows); fresh held-out: {', '.join(b.id for b in fresh) or 'none'} "
-        f"({sum(len(b.rows) for b in fresh)} rows); third held-out: {', '.join(b.id for b in third) or 'none'} "
-        f"({sum(len(b.rows) for b in third)} rows); fourth held-out: {', '.join(b.id for b in fourth) or 'none'} "
-        f"({sum(len(b.rows) for b in fourth)} rows).",
+        f"{len(blocks)} source blocks; {'; '.join(parts)}.",
         f"Held-out rule (committed before any error was computed): {dataset.get('holdout_rule', 'not stated')}",
         "Predicted: `predict_step` with the shipped profiles, no calibration; each row's stated settings; inputs "
         "from a loader copied from pinned memory each step (on a stream of their own where the loader prefetches), "

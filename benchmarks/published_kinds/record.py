@@ -21,6 +21,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from roofline.errors import RooflineError
 
+HELD_OUT_SETS = ("fresh", "third", "fourth")
+"""The later held-out sets, in the order they were gathered: each a block flag and a part of its own."""
+
+
+def part_of(holdout: bool, fresh: bool = False, third: bool = False, fourth: bool = False) -> str:
+    """'fitted', 'held_out' (the first held-out set), or '<set>_held_out' for a later set (`HELD_OUT_SETS`)."""
+    later = [name for name, flag in zip(HELD_OUT_SETS, (fresh, third, fourth), strict=True) if flag]
+    return f"{later[0]}_held_out" if later else "held_out" if holdout else "fitted"
+
 
 class DatasetError(RooflineError):
     """A published-record dataset that cannot be read: what is wrong and where."""
@@ -61,13 +70,18 @@ class SourceBlock(BaseModel):
             raise ValueError("a measured-here block needs `script` (the command) and `date`")
         if not self.rows:
             raise ValueError("a block needs at least one row")
-        sets = [flag for flag in ("fresh", "third", "fourth") if getattr(self, flag)]
+        sets = [flag for flag in HELD_OUT_SETS if getattr(self, flag)]
         if sets and not self.holdout:
             raise ValueError(f"`{sets[0]}: true` marks a held-out block: it needs `holdout: true`")
         if len(sets) > 1:
             raise ValueError(f"a block is in one held-out set: {' and '.join(f'`{s}: true`' for s in sets)} "
                              "are exclusive")
         return self
+
+    @property
+    def part(self) -> str:
+        """The part its rows are reported in (`part_of`)."""
+        return part_of(self.holdout, self.fresh, self.third, self.fourth)
 
     def merged_rows(self) -> list[dict[str, Any]]:
         """Each row with the block's defaults filled in."""
@@ -125,13 +139,8 @@ class Comparison:
 
     @property
     def part(self) -> str:
-        """'fitted', 'held_out' (the first held-out set), 'fresh_held_out', 'third_held_out' or
-        'fourth_held_out'."""
-        if self.fourth:
-            return "fourth_held_out"
-        if self.third:
-            return "third_held_out"
-        return "fresh_held_out" if self.fresh else "held_out" if self.holdout else "fitted"
+        """'fitted', 'held_out' (the first held-out set), or a later set's part (`part_of`)."""
+        return part_of(self.holdout, self.fresh, self.third, self.fourth)
 
     @property
     def error(self) -> float:

@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
+from roofline import files
 from roofline.errors import ProfileError, UnknownName, did_you_mean
 from roofline.hardware.fabric_schema import LinkProfile, NodeProfile
 from roofline.hardware.runtime_schema import RuntimeProfile
@@ -300,12 +301,8 @@ def find_profile(name_or_path: str, kind: str | None = None) -> Profile:
 
 
 def is_file(path: Path) -> bool:
-    """Path.is_file, with the OS's refusals (a name over 255 bytes, a path through a file) as a ProfileError."""
-    try:
-        return path.is_file()
-    except (OSError, ValueError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise ProfileError(f"{path}: not usable as a profile path ({reason})") from None
+    """Path.is_file for a profile path, the OS's refusals a ProfileError (`roofline.files.is_file`)."""
+    return files.is_file(path, "profile", ProfileError)
 
 
 def profile_adapter() -> TypeAdapter[Profile]:

@@ -411,14 +411,12 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
         matrix_value, provenance["matrix_flops_per_s"] = sustained_matrix_rate(profile, dtype, runtime)
         if dtype == "tf32":
             vector_value, provenance["vector_flops_per_s"] = _fp32_cuda_core_rate(profile, vector_value, runtime)
+    elif (isinstance(profile, GpuProfile) and dtype in HALF_ON_FP32_LANES
+          and dtype not in profile.sustained_flops_per_s and (fp32 := vector_peak(profile, "fp32"))):
+        vector_value, _ = _fp32_cuda_core_rate(profile, fp32.value, runtime)
+        provenance["vector_flops_per_s"] = "fp32 arithmetic (PyTorch's half products)"
     elif isinstance(profile, GpuProfile) and (rate := _cuda_core_rate(profile, dtype, vector_value, runtime)):
         vector_value, provenance["vector_flops_per_s"] = rate
-    if (isinstance(profile, GpuProfile) and dtype in HALF_ON_FP32_LANES and matrix_value is None
-            and dtype not in profile.sustained_flops_per_s and not (measured and dtype in measured.peak_flops)):
-        fp32 = vector_peak(profile, "fp32")
-        fp32_rate, _ = _fp32_cuda_core_rate(profile, fp32.value if fp32 else vector_value, runtime)
-        if fp32_rate < vector_value:
-            vector_value, provenance["vector_flops_per_s"] = fp32_rate, "fp32 arithmetic (PyTorch's half products)"
     alignment = None
     if isinstance(profile, GpuProfile) and dtype in profile.tensor_cores:
         alignment = profile.tensor_cores[dtype].alignment_elements

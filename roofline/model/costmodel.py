@@ -252,13 +252,13 @@ class _Winograd:
 
 
 def _winograd_s(op: Op, pass_: str, path: str, ctx: CostContext) -> _Winograd | None:
-    """The pass run as cuDNN's non-fused Winograd
-    (`roofline.model.winograd`), or None where it has none: a GPU's convolution on the CUDA cores in fp32, or in
-    fp16 where no tensor core takes it (PyTorch describes a half convolution with float arithmetic,
-    `ConvolutionDescriptor::set` in aten/src/ATen/cudnn/Descriptors.h: cuDNN's PSEUDO_HALF_CONFIG, which the
-    non-fused Winograd supports with FLOAT_CONFIG); tensor-core convolutions run as implicit GEMM. The products
-    and their operands' traffic take what any product takes (tile and wave quantization, the level holding
-    them); the transforms are kernels of their own before and after them, so their traffic adds."""
+    """The pass run as cuDNN's non-fused Winograd (`roofline.model.winograd`), or None where it has none: a
+    GPU's convolution on the CUDA cores in fp32, or in fp16 where no tensor core takes it (PyTorch describes a
+    half convolution with float arithmetic, `ConvolutionDescriptor::set` in aten/src/ATen/cudnn/Descriptors.h:
+    cuDNN's PSEUDO_HALF_CONFIG, which the non-fused Winograd supports with FLOAT_CONFIG); tensor-core
+    convolutions run as implicit GEMM. The products and their operands' traffic take what any product takes
+    (tile and wave quantization, the level holding them); the transforms are kernels of their own before and
+    after them, so their traffic adds."""
     c = ctx.ceilings
     if not (c.is_gpu and isinstance(op, Conv2d) and path in ("CUDA cores fp32", "CUDA cores fp16")):
         return None
@@ -269,17 +269,15 @@ def _winograd_s(op: Op, pass_: str, path: str, ctx: CostContext) -> _Winograd | 
     # the products are a batched GEMM, not an implicit-GEMM convolution: they pay a GEMM's depth overhead
     compute_s, _, _, panel = gemm_compute_s(plan.products, c.vector_flops_per_s, ctx, TILE_DEPTH_OVERHEAD)
     product_bytes, transform_bytes = plan.product_elements * element, plan.transform_elements * element
-    product_level = _level_for(c.levels, product_bytes, True)
-    products_s = max(compute_s, product_bytes / product_level.bandwidth_bytes_per_s,
-                     panel / c.l2.bandwidth_bytes_per_s if c.l2 else 0.0)
+    operands_s = product_bytes / _level_for(c.levels, product_bytes, True).bandwidth_bytes_per_s
+    products_s = max(compute_s, operands_s, panel / c.l2.bandwidth_bytes_per_s if c.l2 else 0.0)
     transform_level = _level_for(c.levels, transform_bytes, True)
     transforms_s = transform_bytes / transform_level.bandwidth_bytes_per_s
     seconds = products_s + transforms_s
     note = (f"cuDNN's Winograd F(4x4, 3x3): {plan.products.count} products of {plan.products.m}x"
             f"{plan.products.n}x{plan.products.k} ({plan.products.flops / 1e9:.3g} GFLOP, 4x fewer multiplications) "
             f"and {transform_bytes / 1e6:.3g} MB of transforms, {seconds * 1e3:.3g} ms")
-    memory_s = product_bytes / product_level.bandwidth_bytes_per_s + transforms_s
-    return _Winograd(seconds, compute_s, memory_s, transform_level.name, note)
+    return _Winograd(seconds, compute_s, operands_s + transforms_s, transform_level.name, note)
 
 
 def _kernel_rate(op: Op, pass_: str, ctx: CostContext) -> tuple[str, float | None]:

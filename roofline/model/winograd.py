@@ -1,6 +1,6 @@
 """cuDNN's Winograd algorithm for a 3x3 stride-1 convolution: its products and its transforms' traffic, which
-the cost model weighs against the direct (implicit-GEMM) convolution where an fp32 convolution runs on a GPU's
-CUDA cores.
+the cost model weighs against the direct (implicit-GEMM) convolution where a convolution runs on a GPU's CUDA
+cores (fp32, or fp16 without tensor cores).
 
 Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks" (CVPR 2016): F(m x m, 3 x 3) computes an
 m x m output tile from an (m + 2) x (m + 2) input tile with (m + 2)^2 multiplications per pair of channels instead

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline.errors import RooflineError
+from roofline.files import is_file
 
 
 class ConfigError(RooflineError):
@@ -159,11 +160,7 @@ def from_hf_dict(raw: dict[str, Any], name: str) -> DecoderConfig:
 def read_hf_config(path: str) -> DecoderConfig:
     """Read a config.json from disk (no network, no weights)."""
     p = Path(path)
-    try:
-        present = p.is_file()
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: not usable as a config path ({getattr(exc, 'strerror', None) or exc})") from None
-    if not present:
+    if not is_file(p, "config", ConfigError):
         raise ConfigError(f"{path}: no such config file")
     try:
         raw = json.loads(p.read_text())
