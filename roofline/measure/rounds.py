@@ -54,11 +54,13 @@ def kept_value(values: Sequence[float], name: str, unsteady: dict[str, float], c
     """A figure computed once per round from that round's timings: their median when the rounds agree within
     STEADY_LIMIT, else the upper median by slowness (the slower of two, the middle of three), as
     `Measurement.steadied` keeps a timing, noted in `unsteady` under `name`. `cost`: larger is slower (a time
-    per step), else larger is faster (a rate)."""
+    per step), else larger is faster (a rate). A difference of two timings can read zero in one round (the
+    cost under that round's noise) and not in another: no ratio to zero is finite, so such a spread is noted
+    relative to the largest round, 1.0 (100%), which still marks the figure unsteady."""
     import statistics
 
     lo, hi = min(values), max(values)
-    spread = (hi - lo) / lo if lo > 0 else (0.0 if hi == lo else float("inf"))
+    spread = (hi - lo) / (lo if lo > 0 else hi) if hi > 0 else 0.0
     if spread <= STEADY_LIMIT:
         return statistics.median(values)
     unsteady[name] = spread
