@@ -120,6 +120,11 @@ def test_reasons_numbers_agree_with_sweep_and_datasheet(advice):
     per_call = load_runtime(EAGER_CUDA).host_call_s.by_kind.values()  # the measured host time per layer call
     assert min(per_call) <= overhead["dispatch_s"] <= max(per_call)
     assert overhead["host_s"] == pytest.approx(overhead["launches_per_step"] * overhead["dispatch_s"])
+    # MobileNetV3 at batch 1 on a V100 waits on the host, whose per-op costs were measured on another machine:
+    # the advice names that machine (the runtime profile's measured_on) and what takes the host off the path
+    assert overhead["host_bound"] is (overhead["host_s"] > overhead["device_s"]) is True
+    assert load_runtime(EAGER_CUDA).measured_on in overhead["host_costs_from"]
+    assert load_runtime(EAGER_CUDA).measured_on in overhead["text"] and "calibrate --device cuda" in overhead["text"]
 
 
 def test_max_batch_is_the_edge_predict_agrees_with(advice):
@@ -136,6 +141,9 @@ def test_training_advice_on_cpu():
     assert out["train"] is True
     assert {r["precision"] for r in out["sweep"]} == {"fp32"}  # the textbook CPU has only fp32/fp64 SIMD
     assert out["recommended"]["batch_size"] <= out["max_batch_size"]
+    # a CPU's host costs are its own profile's, not a GPU runtime profile's: nothing borrowed to name
+    overhead = next(r for r in out["reasons"] if r["kind"] == "overhead")
+    assert "runtime profile" not in overhead["text"] and not overhead["host_costs_from"].startswith("runtime")
 
 
 def test_plot_writes_png(tmp_path):

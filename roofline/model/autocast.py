@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from roofline.model.ceilings import runtime_figures
+from roofline.model.ceilings import RUNTIME_PROVENANCE, runtime_figures
 from roofline.model.context import ContextFor, CostContext
 from roofline.model.costmodel import OpCost, op_cost
 from roofline.model.step_plan import StepPlan
@@ -134,7 +134,7 @@ def autocast_context_for(workload: Workload, plan: StepPlan, ctx: CostContext,
     flow = autocast_flow(workload, plan.ops)
     c = ctx.ceilings
     wide = c
-    if runtime and c.provenance.get("kernel_rates", "").startswith("runtime profile"):
+    if runtime and c.provenance.get("kernel_rates", "").startswith(RUNTIME_PROVENANCE):
         wide = replace(c, kernel_bytes_per_s=runtime_figures(runtime, c.levels, FLOAT_BYTES, c.sm_cycles_per_s)[1])
     made: dict[tuple[float, float], CostContext] = {}
 

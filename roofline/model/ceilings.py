@@ -358,6 +358,16 @@ def sm_cycles_per_s(profile: GpuProfile) -> float:
     return profile.compute.sm_count.value * profile.compute.boost_clock_hz.value
 
 
+RUNTIME_PROVENANCE = "runtime profile"
+"""How a figure taken from a framework runtime profile is tagged; the tag goes on to name the machine it was
+measured on, since host costs follow that machine's CPU."""
+
+
+def runtime_provenance(runtime: str) -> str:
+    """The provenance of a runtime profile's figure: the profile and the machine it was measured on."""
+    return f"{RUNTIME_PROVENANCE} (measured on {load_runtime(runtime).measured_on})"
+
+
 def runtime_figures(runtime: str, levels: tuple[Level, ...], element_bytes: int,
                     sm_cycles_per_s: float) -> tuple[dict[str, float], dict[str, float]]:
     """(host seconds per layer call by kind, kernel streaming rates by kernel key) of eager PyTorch on a GPU
@@ -448,11 +458,11 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
     if isinstance(profile, GpuProfile) and not measured and runtime:
         dispatch_by_kind, kernel_rates = runtime_figures(runtime, levels, precision.storage_bytes,
                                                          sm_cycles_per_s(profile))
-        provenance["dispatch_s"] = provenance["kernel_rates"] = "runtime profile (measured on an H100 host)"
+        provenance["dispatch_s"] = provenance["kernel_rates"] = runtime_provenance(runtime)
     across = 1.0
     if isinstance(profile, GpuProfile) and runtime:
         across = load_runtime(runtime).tf32_operands_across_share.value
-        provenance["tf32_across_share"] = "runtime profile (measured on an H100 host)"
+        provenance["tf32_across_share"] = runtime_provenance(runtime)
     units = int(profile.compute.sm_count.value) if isinstance(profile, GpuProfile) else int(
         profile.compute.cores.value * profile.compute.sockets)
     is_gpu = isinstance(profile, GpuProfile)
