@@ -159,8 +159,9 @@ def memory_reason(advice: Advice) -> dict[str, Any]:
 def overhead_reason(p1: StepPrediction) -> dict[str, Any]:
     """The host's per-op cost at batch 1 against the device's. Where the host bounds the step on a GPU priced
     with another machine's host costs (the runtime profile), the step follows that machine's CPU, not the
-    GPU, so the text names it and says what takes the host off the critical path: published batch-1 ResNet-50
-    inference on a 2017 DGX-1 host ran 2.1-2.6x the step these costs predict (benchmarks/LOG.md)."""
+    GPU, so the text names it and says what takes the host off the critical path: DeepLearningExamples' published
+    batch-1 ResNet-50 inference on V100 and T4 servers (2020, 2021) took 1.2-2.6x the step these costs predict
+    (benchmarks/LOG.md)."""
     launches = sum(o.launches for o in p1.ops)
     per_op = p1.host_s / launches if launches else 0.0
     host_bound = p1.host_s > p1.device_s
