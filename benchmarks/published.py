@@ -7,8 +7,8 @@ prediction for the row's settings, and the fields it is grouped by); this module
 splits the rows into the fitted part, the held-out part (whole source blocks marked `holdout: true`, chosen
 before any error was computed), the fresh held-out part (blocks also marked `fresh: true`: gathered and
 committed after the first held-out part's errors had been seen, before any of their own was computed) and the
-third held-out part (`third: true`: likewise, after the fresh part's errors had been seen too) and the fourth
-(`fourth: true`: after the third part's),
+third held-out part (`third: true`: likewise, after the fresh part's errors had been seen too), the fourth
+(`fourth: true`: after the third part's) and the fifth (`fifth: true`: after the fourth part's),
 summarises each part overall and per group (median and worst |error| and the signed median), checks the
 targets below, and writes the report.
 
@@ -38,7 +38,7 @@ if not __package__:  # run as a script: make `benchmarks.*` and `roofline` impor
 
 import yaml
 
-from benchmarks.published_kinds.record import Comparison, DatasetError
+from benchmarks.published_kinds.record import HELD_OUT_SETS, Comparison, DatasetError, part_of
 from roofline.errors import RooflineError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -54,8 +54,8 @@ GROUP_MEDIAN_TARGET = 0.20
 +-5 %; each held-out part's median within 1.3x the fitted part's; every model family and every GPU generation
 (the comparer's `target_groups`) within 20 % median."""
 
-PARTS = ("fitted", "held_out", "fresh_held_out", "third_held_out", "fourth_held_out", "all")
-HELD_OUT_PARTS = ("held_out", "fresh_held_out", "third_held_out", "fourth_held_out")
+HELD_OUT_PARTS = ("held_out", *(part_of(True, name) for name in HELD_OUT_SETS))
+PARTS = ("fitted", *HELD_OUT_PARTS, "all")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import yaml
 
 from benchmarks import published
 from benchmarks.published_kinds import gpu_steps
-from benchmarks.published_kinds.record import Comparison, DatasetError, source_blocks
+from benchmarks.published_kinds.record import HELD_OUT_SETS, Comparison, DatasetError, source_blocks
 
 DATASET = Path(published.DATASET_DIR) / "gpu-steps.yaml"
 
@@ -95,14 +95,14 @@ def test_shipped_dataset_holds_out_whole_blocks_and_cites_every_source():
     assert data["kind"] == "gpu-steps" and data["holdout_rule"]
     blocks = source_blocks(data)
     rows = gpu_steps.rows(data)
-    first = [block for block, _ in rows if not (block.fresh or block.third or block.fourth)]
+    first = [block for block, _ in rows if block.later_set is None]
     assert len(first) >= 60
     held = sum(block.holdout for block in first)
     assert 0.25 <= held / len(first) <= 0.40  # about a third, by whole blocks (holdout is a block field only)
     assert sum(block.fresh for block, _ in rows) >= 20  # the fresh held-out set, every block of it held out
     assert sum(block.third for block, _ in rows) >= 20  # the third held-out set, likewise
     assert all(b.citation for b in blocks if b.kind == "published")
-    assert all(not {"holdout", "fresh", "third", "fourth"} & set(row) for b in data["sources"] for row in b["rows"])
+    assert all(not {"holdout", *HELD_OUT_SETS} & set(row) for b in data["sources"] for row in b["rows"])
 
 
 def test_a_fresh_block_is_held_out_and_reported_as_its_own_part():
@@ -114,16 +114,21 @@ def test_a_fresh_block_is_held_out_and_reported_as_its_own_part():
         source_blocks({"sources": [{**block, "holdout": True, "third": True}]})
     with pytest.raises(DatasetError, match="exclusive"):
         source_blocks({"sources": [{**block, "fresh": False, "holdout": True, "third": True, "fourth": True}]})
-    rows = [_c("a", 0.10), _c("b", 0.20, holdout=True), _c("c", 0.40, holdout=True, fresh=True),
-            _c("d", 0.05, holdout=True, third=True), _c("e", 0.15, holdout=True, fourth=True)]
+    blocks = source_blocks({"sources": [{**block, "id": f"b{i}", "holdout": True, "fresh": False, name: True,
+                                         "rows": [{"id": f"r{i}"}]} for i, name in enumerate(HELD_OUT_SETS)]})
+    assert [b.part for b in blocks] == ["fresh_held_out", "third_held_out", "fourth_held_out", "fifth_held_out"]
+    rows = [_c("a", 0.10), _c("b", 0.20, holdout=True), _c("c", 0.40, holdout=True, later_set="fresh"),
+            _c("d", 0.05, holdout=True, later_set="third"), _c("e", 0.15, holdout=True, later_set="fourth"),
+            _c("f", 0.30, holdout=True, later_set="fifth")]
     parts = published.split(rows)
-    assert [[c.row_id for c in parts[p]] for p in published.PARTS] == [["a"], ["b"], ["c"], ["d"], ["e"],
-                                                                     ["a", "b", "c", "d", "e"]]
+    assert [[c.row_id for c in parts[p]] for p in published.PARTS] == [["a"], ["b"], ["c"], ["d"], ["e"], ["f"],
+                                                                     ["a", "b", "c", "d", "e", "f"]]
     ratios = {t["target"]: t["value"] for t in published.check_targets(parts, []) if t["unit"] == "ratio"}
     assert ratios == {"held-out median <= 1.3x fitted median": pytest.approx(2.0),
                       "fresh-held-out median <= 1.3x fitted median": pytest.approx(4.0),
                       "third-held-out median <= 1.3x fitted median": pytest.approx(0.5),
-                      "fourth-held-out median <= 1.3x fitted median": pytest.approx(1.5)}
+                      "fourth-held-out median <= 1.3x fitted median": pytest.approx(1.5),
+                      "fifth-held-out median <= 1.3x fitted median": pytest.approx(3.0)}
 
 
 def test_measured_here_blocks_need_their_script_and_date():
@@ -158,10 +163,10 @@ def test_unknown_kind_is_a_dataset_error(tmp_path):
         published.run(path, out_dir=tmp_path)
 
 
-def _c(row_id: str, error: float, holdout: bool = False, model: str = "m", fresh: bool = False,
-       third: bool = False, fourth: bool = False) -> Comparison:
+def _c(row_id: str, error: float, holdout: bool = False, model: str = "m", later_set: str | None = None,
+       ) -> Comparison:
     return Comparison(row_id=row_id, source_id="s", holdout=holdout, published=1.0, predicted=1.0 + error,
-                      groups={"model": model}, settings="", fresh=fresh, third=third, fourth=fourth)
+                      groups={"model": model}, settings="", later_set=later_set)
 
 
 def test_summary_statistics_on_hand_made_errors():
@@ -171,7 +176,7 @@ def test_summary_statistics_on_hand_made_errors():
     assert (s.rows, s.median_abs, s.worst_row, s.too_fast) == (4, pytest.approx(0.20), "d", 2)
     assert s.worst_abs == pytest.approx(0.50) and s.signed_median == pytest.approx(0.025)
     parts = published.split(rows)
-    assert [len(parts[p]) for p in published.PARTS] == [3, 1, 0, 0, 0, 4]
+    assert [len(parts[p]) for p in published.PARTS] == [3, 1, 0, 0, 0, 0, 4]
     # held-out median 0.50 against fitted median 0.10: 5x, over the 1.3x target
     ratio = next(t for t in published.check_targets(parts, []) if t["unit"] == "ratio")
     assert ratio["value"] == pytest.approx(5.0) and not ratio["met"]

@@ -172,8 +172,7 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
         except RooflineError as exc:
             raise DatasetError(f"{block.id} row {row.id}: {exc}") from None
         comparisons.append(Comparison(
-            row_id=row.id, source_id=block.id, holdout=block.holdout, fresh=block.fresh, third=block.third,
-            fourth=block.fourth,
+            row_id=row.id, source_id=block.id, holdout=block.holdout, later_set=block.later_set,
             published=row.published_step_s,
             predicted=predicted, settings=row.settings(),
             groups={"model": row.model, "gpu": row.gpu, "mode": row.mode, "precision": row.precision,
@@ -231,9 +230,8 @@ def legend(dataset: dict[str, Any]) -> list[str]:
     blocks = source_blocks(dataset)
     parts = []
     for part, name in HELD_OUT_NAMES.items():
-        members = [b for b in blocks if b.part == part]
-        parts.append(f"{name}: {', '.join(b.id for b in members) or 'none'} "
-                     f"({sum(len(b.rows) for b in members)} rows)")
+        if members := [b for b in blocks if b.part == part]:
+            parts.append(f"{name}: {', '.join(b.id for b in members)} ({sum(len(b.rows) for b in members)} rows)")
     lines = [
         f"Dataset: benchmarks/published/gpu-steps.yaml, {sum(len(b.rows) for b in blocks)} rows from "
         f"{len(blocks)} source blocks; {'; '.join(parts)}.",

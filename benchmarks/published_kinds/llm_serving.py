@@ -109,7 +109,7 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
                         f"{' static cache ' + str(row['static_cache']) if row.get('static_cache') else ''}"
                         f"{' ' + row['decode_attention'] + ' decode attention' if row.get('decode_attention') else ''}")
             out.append(Comparison(
-                row_id=str(row["id"]), source_id=block.id, holdout=block.holdout, fresh=block.fresh,
+                row_id=str(row["id"]), source_id=block.id, holdout=block.holdout, later_set=block.later_set,
                 published=published_time_s(row),
                 predicted=predicted_time_s(row, p), settings=settings,
                 groups={"model": row["model"], "gpu": row["gpu"], "precision": row["precision"],

@@ -6,9 +6,9 @@ or one run of this project on a lent machine (`kind: measured-here`, with the `s
 the `date`). `holdout: true` puts the whole block in the held-out part; `fresh: true` with it puts the block in
 a held-out set of its own, gathered after the first held-out part's errors had been seen (so that part no longer
 tests generalization honestly) and committed before any error of its rows was computed; `third: true` with it
-puts the block in a third such set, gathered after the fresh set's errors had been seen too, and `fourth: true`
-in a fourth, gathered after the third set's errors had been seen. `defaults` are row
-fields the block's rows share; a row's own fields override them.
+puts the block in a third such set, gathered after the fresh set's errors had been seen too, `fourth: true`
+in a fourth, gathered after the third set's errors had been seen, and `fifth: true` in a fifth, after the
+fourth's. `defaults` are row fields the block's rows share; a row's own fields override them.
 """
 
 from __future__ import annotations
@@ -21,14 +21,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from roofline.errors import RooflineError
 
-HELD_OUT_SETS = ("fresh", "third", "fourth")
+HELD_OUT_SETS = ("fresh", "third", "fourth", "fifth")
 """The later held-out sets, in the order they were gathered: each a block flag and a part of its own."""
 
 
-def part_of(holdout: bool, fresh: bool = False, third: bool = False, fourth: bool = False) -> str:
+def part_of(holdout: bool, later_set: str | None = None) -> str:
     """'fitted', 'held_out' (the first held-out set), or '<set>_held_out' for a later set (`HELD_OUT_SETS`)."""
-    later = [name for name, flag in zip(HELD_OUT_SETS, (fresh, third, fourth), strict=True) if flag]
-    return f"{later[0]}_held_out" if later else "held_out" if holdout else "fitted"
+    return f"{later_set}_held_out" if later_set else "held_out" if holdout else "fitted"
 
 
 class DatasetError(RooflineError):
@@ -51,6 +50,9 @@ class SourceBlock(BaseModel):
     errors had been visible while mechanisms were changed; reported as a part of its own."""
     fourth: bool = False
     """A held-out block of the fourth set: committed before any of its errors was computed, after the third
+    set's errors had been visible too; reported as a part of its own."""
+    fifth: bool = False
+    """A held-out block of the fifth set: committed before any of its errors was computed, after the fourth
     set's errors had been visible too; reported as a part of its own."""
     citation: str | None = None
     script: str | None = None
@@ -79,9 +81,14 @@ class SourceBlock(BaseModel):
         return self
 
     @property
+    def later_set(self) -> str | None:
+        """The later held-out set the block belongs to (`HELD_OUT_SETS`), None for the fitted or first part."""
+        return next((name for name in HELD_OUT_SETS if getattr(self, name)), None)
+
+    @property
     def part(self) -> str:
         """The part its rows are reported in (`part_of`)."""
-        return part_of(self.holdout, self.fresh, self.third, self.fourth)
+        return part_of(self.holdout, self.later_set)
 
     def merged_rows(self) -> list[dict[str, Any]]:
         """Each row with the block's defaults filled in."""
@@ -130,17 +137,13 @@ class Comparison:
     """The row's settings in a few words, for the table."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Comparer-specific facts shown beside the error (predicted memory, whether the batch fits, ...)."""
-    fresh: bool = False
-    """In the fresh held-out set (`SourceBlock.fresh`)."""
-    third: bool = False
-    """In the third held-out set (`SourceBlock.third`)."""
-    fourth: bool = False
-    """In the fourth held-out set (`SourceBlock.fourth`)."""
+    later_set: str | None = None
+    """The later held-out set of its block (`SourceBlock.later_set`)."""
 
     @property
     def part(self) -> str:
         """'fitted', 'held_out' (the first held-out set), or a later set's part (`part_of`)."""
-        return part_of(self.holdout, self.fresh, self.third, self.fourth)
+        return part_of(self.holdout, self.later_set)
 
     @property
     def error(self) -> float:
