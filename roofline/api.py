@@ -109,6 +109,8 @@ class PredictResult(Result):
     context: Literal["alone", "model"] = "model"
     """'alone': one op called back to back in a loop (warm calls, a steady heap: first-touch faults noted, not
     charged); 'model': a model's step, or an op priced as one of its layers (`in_model`)."""
+    data: str = "pageable"
+    """Where each step's input came from (`--data`: pageable, pinned, prefetched, device)."""
 
 
 class SweepRow(BatchRow):
@@ -131,6 +133,8 @@ class AdviseResult(Result):
     neighbours: list[BatchRow]
     sweep: list[SweepRow]
     reasons: list[dict[str, Any]]
+    data: str = "pageable"
+    """Where each step's input comes from (`--data`)."""
 
 
 class AnalyzeResult(Result):
@@ -234,7 +238,8 @@ def _batches(batch: int | Sequence[int] | str) -> list[int]:
 
 def _options(train: bool, optimizer: str, pinned: bool, sync: int, channels_last: bool,
              reserve_bytes: float | None, fp32_math: str = "pytorch", attention: str = "fused",
-             alone: bool = False) -> Any:
+             alone: bool = False, data: str | None = None) -> Any:
+    from roofline.model.data_placement import resolve_placement
     from roofline.model.fp32_math import get_fp32_math
     from roofline.model.step import StepOptions
     from roofline.workload.ops.attention import ATTENTION_PATHS
@@ -245,9 +250,17 @@ def _options(train: bool, optimizer: str, pinned: bool, sync: int, channels_last
         raise RooflineError(f"--sync {sync}: expected a non-negative integer")
     if attention not in ATTENTION_PATHS:
         raise RooflineError(f"--attention '{attention}': expected one of {', '.join(ATTENTION_PATHS)}")
-    return StepOptions(train=train, optimizer=optimizer, pinned=pinned, sync_points=sync,
-                       channels_last=channels_last, reserve_bytes=reserve_bytes,
-                       fp32_math=get_fp32_math(fp32_math).name, attention=attention, alone=alone)
+    return StepOptions(train=train, optimizer=optimizer, sync_points=sync, channels_last=channels_last,
+                       reserve_bytes=reserve_bytes, fp32_math=get_fp32_math(fp32_math).name, attention=attention,
+                       alone=alone, **resolve_placement(data, pinned).fields())
+
+
+def _placement_name(opts: Any) -> str:
+    """The `--data` name of the options' input placement."""
+    from roofline.model.data_placement import DATA_PLACEMENTS
+
+    fields = {"include_transfer": opts.include_transfer, "pinned": opts.pinned, "prefetch": opts.prefetch}
+    return next(name for name, p in DATA_PLACEMENTS.items() if p.fields() == fields)
 
 
 def profile_name(name_or_path: str) -> str:
@@ -323,10 +336,13 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
             channels_last: bool = False, reserve_bytes: float | None = None, allow_oversize: bool = False,
             input_shape: Sequence[int] | None = None, input_size: int | None = None, seq_len: int | None = None,
             num_classes: int | None = None, html: str | Path | None = None, force: bool = False,
-            fp32_math: str = "pytorch", attention: str = "fused", in_model: bool = False) -> PredictResult:
+            fp32_math: str = "pytorch", attention: str = "fused", in_model: bool = False,
+            data: str | None = None) -> PredictResult:
     """The predicted step (or one op, `op="gemm(m=..,n=..,k=..)"`) at each batch size (`roofline predict`).
     An op is priced as a script timing it alone in a loop runs it (`StepOptions.alone`: warm per-call costs)
-    unless `in_model`, which prices it as one layer of a model (called cold, after other layers).
+    unless `in_model`, which prices it as one layer of a model (called cold, after other layers). `data` is
+    where each step's input comes from (`roofline.model.data_placement`: pageable, pinned, prefetched, device;
+    `pinned=True` is `data="pinned"`).
     `html` also writes the HTML report of the first batch (an existing file only with force=True)."""
     from roofline.model.step import predict_step
     from roofline.workload.precision import get_precision
@@ -344,7 +360,7 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
     if in_model and not req.op:
         raise RooflineError("--in-model applies to --op (a model's layers are always priced in their model)")
     opts = _options(train, optimizer, pinned, sync, channels_last, reserve_bytes, fp32_math, attention,
-                    alone=bool(req.op) and not in_model)
+                    alone=bool(req.op) and not in_model, data=data)
     preds = [predict_step(build(b), profile, prec, opts) for b in batches]
     for p in preds:
         if not p.fits and not allow_oversize:
@@ -357,6 +373,7 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
     out["batches"] = [{"batch_size": p.batch_size, "step_time_s": p.step_time_s, "samples_per_s": p.samples_per_s,
                        "memory_bytes": p.memory.total} for p in preds]
     out["context"] = "alone" if opts.alone else "model"
+    out["data"] = _placement_name(opts)
     result = PredictResult(**out)
     if target is not None:
         result.html = _write_report(target, profile, hw or gpu or cpu or "", result, None, force)
@@ -386,8 +403,10 @@ def advise(model: ModelLike = None, *, hw: str | None = None, gpu: str | None = 
            sync: int = 0, channels_last: bool = False, reserve_bytes: float | None = None,
            plot: str | None = None, input_shape: Sequence[int] | None = None, input_size: int | None = None,
            seq_len: int | None = None, num_classes: int | None = None, html: str | Path | None = None,
-           force: bool = False, fp32_math: str = "pytorch", attention: str = "fused") -> AdviseResult:
+           force: bool = False, fp32_math: str = "pytorch", attention: str = "fused",
+           data: str | None = None) -> AdviseResult:
     """Batch size and precision for a model on a device, the sweep behind them and why (`roofline advise`).
+    `data`: where each step's input comes from, as in `predict`.
     `plot` (a directory, or a .png/.svg/.pdf path) also writes the matplotlib figures; `html` the HTML report
     (`roofline report`), with the recommended step on the roofline (an existing file only with force=True)."""
     from roofline.advise.advisor import advise as run_advisor
@@ -402,9 +421,10 @@ def advise(model: ModelLike = None, *, hw: str | None = None, gpu: str | None = 
         from roofline.report.plots import plot_path
 
         plot_target = plot_path(plot, name, profile.name, force)
-    opts = _options(train, optimizer, pinned, sync, channels_last, reserve_bytes, fp32_math, attention)
+    opts = _options(train, optimizer, pinned, sync, channels_last, reserve_bytes, fp32_math, attention, data=data)
     advice = run_advisor(name, build, profile, train, precision, opts)
     out = _advice_dict(advice)
+    out["data"] = _placement_name(opts)
     if plot_target is not None:
         from roofline.report.plots import write_advice_plots
 
@@ -414,7 +434,8 @@ def advise(model: ModelLike = None, *, hw: str | None = None, gpu: str | None = 
         rec = result.recommended
         step = predict(req, hw=hw, gpu=gpu, cpu=cpu, batch=rec.batch_size, precision=rec.precision, train=train,
                        optimizer=optimizer, pinned=pinned, sync=sync, channels_last=channels_last,
-                       reserve_bytes=reserve_bytes, allow_oversize=True, fp32_math=fp32_math, attention=attention)
+                       reserve_bytes=reserve_bytes, allow_oversize=True, fp32_math=fp32_math, attention=attention,
+                       data=data)
         result.html = _write_report(target, profile, hw or gpu or cpu or "", step, result, force)
     return result
 

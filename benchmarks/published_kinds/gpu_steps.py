@@ -7,7 +7,8 @@ rule for every row, written here, never per row or per source:
   pinned host memory each step on the compute stream; `loader-pageable`: the batch comes from a DataLoader
   without pin_memory and `.to('cuda')` inside the timed step copies it from pageable memory (synchronous, through
   a staging buffer); `prefetched`: the loader copies the next batch on a stream of its own during the step
-  (DeepLearningExamples' PrefetchedWrapper and DALI), so the copy overlaps it;
+  (DeepLearningExamples' PrefetchedWrapper and DALI), so the copy overlaps it. Each is one of `predict --data`'s
+  placements (`DATA_PLACEMENT`), so a row is predicted as a user asking for the same would be;
 - one host-device synchronization per step (SYNC_POINTS_PER_STEP);
 - optimizer `none` (forward and backward timed without an update): the predicted optimizer time is left out;
 - fp32 products on TF32 tensor cores as the row's PyTorch version and container do by default
@@ -31,6 +32,7 @@ from benchmarks.published_kinds.record import (
 )
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
+from roofline.model.data_placement import get_placement
 from roofline.model.fp32_math import DEFAULT_FP32_MATH, pytorch_fp32_math, pytorch_version
 from roofline.model.step import StepOptions, predict_step
 from roofline.workload.precision import get_precision
@@ -134,15 +136,18 @@ class GpuStepRow(BaseModel):
                 f"{self.data}{update}")
 
 
+DATA_PLACEMENT = {"synthetic-device": "device", "loader": "pinned", "loader-pageable": "pageable",
+                  "prefetched": "prefetched"}
+"""The record's `data` values as `predict --data` names them (`roofline.model.data_placement`)."""
+
+
 def _predict(row: GpuStepRow) -> tuple[float, Any, str, str]:
     """(predicted step seconds, the StepPrediction, model family, GPU generation)."""
     spec = get_model(row.model)
     profile = find_profile(row.gpu, kind="gpu")
     workload = build_workload(row.model, row.batch, input_size=row.input_size, seq_len=row.seq_len)
-    on_loader = row.data != "synthetic-device"
     opts = StepOptions(train=row.mode == "train", optimizer=row.optimizer_run,
-                       pinned=on_loader and row.data != "loader-pageable",
-                       include_transfer=on_loader, prefetch=row.data == "prefetched",
+                       **get_placement(DATA_PLACEMENT[row.data]).fields(),
                        zero_grad_to_none=row.zero_grad_to_none,
                        channels_last=row.channels_last, sync_points=SYNC_POINTS_PER_STEP, fp32_math=row.fp32_math,
                        attention=row.attention, norm_reads=row.norm_reads, autocast=row.amp_engine == "autocast",

@@ -10,6 +10,7 @@ from roofline.commands.model_args import (
     add_model_args,
     add_step_options,
     model_request,
+    step_placement,
 )
 from roofline.commands.serving import add_serving_args
 from roofline.workload.llm.builtins import serving_requested
@@ -59,9 +60,9 @@ def data_parallel_advice(args: argparse.Namespace, batch: int, precision_name: s
         raise RooflineError("--gpus must be positive and --min-efficiency in (0, 1]")
     profile = selected_profile(args)
     _, build = workload_builder(model_request(args))
-    opts = StepOptions(train=True, optimizer=args.optimizer, pinned=args.pinned, sync_points=args.sync,
+    opts = StepOptions(train=True, optimizer=args.optimizer, sync_points=args.sync,
                        channels_last=args.channels_last, reserve_bytes=args.reserve_bytes,
-                       fp32_math=args.fp32_math, attention=args.attention)
+                       fp32_math=args.fp32_math, attention=args.attention, **step_placement(args).fields())
     node = node_for(profile, args.node)
     precision = get_precision(precision_name)
     points = weak_scaling(build, profile, precision, opts, node, batch, args.gpus, precision.master_weight_bytes)
@@ -105,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
 
         return run_advise(args)
     advice = api.advise(model_request(args), hw=args.hw, gpu=args.gpu, cpu=args.cpu, train=args.train,
-                        precision=args.precision, optimizer=args.optimizer, pinned=args.pinned, sync=args.sync,
+                        precision=args.precision, optimizer=args.optimizer, pinned=args.pinned, data=args.data,
+                        sync=args.sync,
                         channels_last=args.channels_last, reserve_bytes=args.reserve_bytes, plot=args.plot,
                         html=args.html, force=args.force, fp32_math=args.fp32_math, attention=args.attention)
     out = advice.to_dict()

@@ -7,6 +7,7 @@ import argparse
 
 from roofline.commands.common import integer, number, text
 from roofline.errors import RooflineError
+from roofline.model.data_placement import DATA_PLACEMENTS, DataPlacement, resolve_placement
 from roofline.workload.request import ModelRequest
 
 MAX_DIMENSION = 1 << 24
@@ -70,8 +71,13 @@ def add_step_options(parser: argparse.ArgumentParser) -> None:
     the `StepOptions` that `predict` and `advise` both take."""
     parser.add_argument("--optimizer", default="sgd", choices=["sgd", "momentum", "adam"],
                         help="optimizer for --train (default sgd)")
+    parser.add_argument("--data", type=text, metavar="|".join(DATA_PLACEMENTS),
+                        help="where each step's input batch comes from (GPU): pageable (default: x.cuda() from "
+                             "pageable memory), pinned (non_blocking copy from pinned memory), prefetched (a "
+                             "loader copies the next batch on its own stream), device (already on the GPU: "
+                             "synthetic inputs, as most published benchmarks)")
     parser.add_argument("--pinned", action="store_true",
-                        help="inputs in pinned host memory, copied with non_blocking=True")
+                        help="inputs in pinned host memory, copied with non_blocking=True (= --data pinned)")
     parser.add_argument("--sync", type=integer(0, MAX_SYNC_POINTS), default=0, metavar="N",
                         help="synchronization points per step in your loop (e.g. 1 for loss.item())")
     parser.add_argument("--channels-last", action="store_true",
@@ -83,3 +89,8 @@ def add_step_options(parser: argparse.ArgumentParser) -> None:
                         help=FP32_MATH_HELP)
     parser.add_argument("--attention", default="fused", choices=["fused", "eager"],
                         help=ATTENTION_HELP)
+
+
+def step_placement(args: argparse.Namespace) -> DataPlacement:
+    """Where the step's input comes from, from `--data` and `--pinned` (`resolve_placement`)."""
+    return resolve_placement(args.data, args.pinned)

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from roofline.commands.common import add_hw_args, add_json_flag, print_json, selected_profile, text
-from roofline.commands.model_args import add_model_args, add_step_args, model_request
+from roofline.commands.model_args import add_model_args, add_step_args, model_request, step_placement
 from roofline.commands.serving import add_serving_args
 from roofline.errors import DoesNotFit, RooflineError
 from roofline.model.step import StepOptions
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         return run_data_parallel(args)
     result = api.predict(model_request(args), hw=args.hw, gpu=args.gpu, cpu=args.cpu, batch=args.batch,
                          precision=args.precision or "fp32", train=args.train, optimizer=args.optimizer,
-                         pinned=args.pinned,
+                         pinned=args.pinned, data=args.data,
                          sync=args.sync, channels_last=args.channels_last, reserve_bytes=args.reserve_bytes,
                          allow_oversize=args.allow_oversize, html=args.html, force=args.force,
                          fp32_math=args.fp32_math, attention=args.attention, in_model=args.in_model)
@@ -122,9 +122,9 @@ def run_data_parallel(args: argparse.Namespace) -> int:
                             precision.master_weight_bytes, args.grad_comm, args.allreduce, args.library)
     name, build = workload_builder(model_request(args))
     workload = build(job.per_gpu_batch)
-    opts = StepOptions(train=True, optimizer=args.optimizer, pinned=args.pinned, sync_points=args.sync,
+    opts = StepOptions(train=True, optimizer=args.optimizer, sync_points=args.sync,
                        channels_last=args.channels_last, reserve_bytes=args.reserve_bytes,
-                       fp32_math=args.fp32_math, attention=args.attention)
+                       fp32_math=args.fp32_math, attention=args.attention, **step_placement(args).fields())
     single = predict_step(workload, profile, precision, opts)
     if args.shard == "full":
         out = _sharded_document(args, name, profile, precision, batches[0], workload, single, job)

@@ -32,7 +32,8 @@ def render_prediction(out: dict[str, Any]) -> None:
         console.print("  nothing runs: every op is free in this mode (a view moves no data; a dropout is the "
                       "identity in inference, --train prices its passes)")
     console.print(f"  host (dispatch) {format_si(out['host_s'], 's')}, device {format_si(out['device_s'], 's')}, "
-                  f"input copy {format_si(out['transfer_s'], 's')}, sync {format_si(out['sync_s'], 's')}"
+                  f"input copy {format_si(out['transfer_s'], 's')}{_placement(out)}, "
+                  f"sync {format_si(out['sync_s'], 's')}"
                   + (f", optimizer {format_si(out['optimizer_s'], 's')}" if out["train"] else ""))
     total = sum(out["time_by_bound_s"].values()) or 1.0
     console.print("  time by bound: " + ", ".join(f"{k} {v / total:.0%}" for k, v in
@@ -61,3 +62,10 @@ def render_prediction(out: dict[str, Any]) -> None:
                   f"{ai:.1f}" if ai is not None else "-", format_si(r["time_s"], "s"), r["bound"], r["path"],
                   "; ".join(r["notes"][:2]))
     console.print(t)
+
+
+def _placement(out: dict) -> str:
+    """' (--data name)' where the input is copied or the user said where it comes from; nothing for the default
+    when nothing is copied (a CPU, an op without input)."""
+    data = out.get("data", "pageable")
+    return f" ({data})" if out["transfer_s"] > 0 or data != "pageable" else ""
