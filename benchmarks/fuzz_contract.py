@@ -188,6 +188,8 @@ BAD_COUNTS: tuple[object, ...] = (0, -4, 2.5, "x", float("nan"), None)
 COUNT_FIGURES = ("cores", "threads", "sm_count", "fp32_lanes_per_sm", "fp64_lanes_per_sm", "simd_width_bits",
                  "fma_units_per_core", "bus_width_bits")
 INT_FIELDS = ("sockets", "shared_by", "line_bytes", "lanes", "links", "generation", "alignment_elements")
+MAY_BE_NULL = ("links",)
+"""Counts a profile may leave unknown (`interconnect.links: null`): None is valid there, every other bad count not."""
 MAY_BE_ZERO = ("kernel_launch_s", "framework_dispatch_s", "sync_s")
 """Overheads a CPU profile sets to 0 (no device launch, no host-device sync): every other figure is > 0."""
 BAD_DTYPES = ("fp128", "FP32", "", "float", "int4x")
@@ -276,10 +278,11 @@ def _profile_mutation(rng: random.Random, base: dict, text: bytes) -> tuple[str,
         counts = [p for p in figures if p[-1] in COUNT_FIGURES]
         ints = [p for p, _ in _walk(doc) if p and p[-1] in INT_FIELDS]
         path = rng.choice(counts + ints)
+        bad = [v for v in BAD_COUNTS if not (v is None and path[-1] in MAY_BE_NULL)]
         if path in counts:
-            _set(doc, (*path, "value"), rng.choice(BAD_COUNTS))
+            _set(doc, (*path, "value"), rng.choice(bad))
         else:
-            _set(doc, path, rng.choice(BAD_COUNTS))
+            _set(doc, path, rng.choice(bad))
         return "count bad", _dump(doc)
     if kind < 40:
         tables = [p for p, n in _walk(doc) if isinstance(n, dict) and p and p[-1] in
