@@ -60,3 +60,10 @@ def test_disagreeing_or_unknown_placements_are_refused(capsys):
 def test_on_a_cpu_every_placement_prices_the_same_step():
     times = {api.predict("mlp", cpu="textbook", batch=8, data=name).step_time_s for name in DATA_PLACEMENTS}
     assert len(times) == 1
+
+
+def test_the_report_prices_and_names_the_placement(capsys, tmp_path):
+    page = tmp_path / "r.html"
+    out = run_json(capsys, "report", "--model", "resnet50", "--gpu", "v100", "--data", "device", "-o", str(page))
+    assert out["data"] == "device"
+    assert "input device (--data), its copy 0 s" in page.read_text()

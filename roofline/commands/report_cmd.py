@@ -10,7 +10,7 @@ import argparse
 from typing import Any
 
 from roofline.commands.common import add_hw_args, add_json_flag, print_json
-from roofline.commands.model_args import add_model_args, model_request
+from roofline.commands.model_args import add_model_args, add_step_options, model_request
 
 
 def add_parser(subparsers: Any) -> None:
@@ -22,7 +22,7 @@ def add_parser(subparsers: Any) -> None:
     add_hw_args(p)
     p.add_argument("--train", action="store_true", help="training steps (forward+backward+optimizer)")
     p.add_argument("--precision", default="auto", metavar="auto|P", help="auto (default) or one precision")
-    p.add_argument("--optimizer", default="sgd", choices=["sgd", "momentum", "adam"])
+    add_step_options(p)
     p.add_argument("-o", "--out", required=True, metavar="FILE.html", help="where to write the page")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     add_json_flag(p)
@@ -33,7 +33,9 @@ def run(args: argparse.Namespace) -> int:
     from roofline import api
 
     advice = api.advise(model_request(args), hw=args.hw, gpu=args.gpu, cpu=args.cpu, train=args.train,
-                        precision=args.precision, optimizer=args.optimizer, html=args.out, force=args.force)
+                        precision=args.precision, optimizer=args.optimizer, pinned=args.pinned, data=args.data,
+                        sync=args.sync, channels_last=args.channels_last, reserve_bytes=args.reserve_bytes,
+                        fp32_math=args.fp32_math, attention=args.attention, html=args.out, force=args.force)
     if args.json:
         print_json(advice.to_dict())
         return 0

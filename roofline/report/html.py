@@ -210,7 +210,9 @@ def render_report(hardware: dict[str, Any], prediction: dict[str, Any], advice: 
     parts = [f"<h1>{escape(title)}</h1>",
              f"<p>Batch {p['batch_size']}, {escape(p['precision'])}: step {escape(format_si(p['step_time_s'], 's'))}, "
              f"{p['samples_per_s']:.1f} samples/s, memory {escape(format_bytes(p['memory_bytes']))} of "
-             f"{escape(format_bytes(p['capacity_bytes']))}. FLOP counts a multiply-add as 2 FLOPs.</p>"]
+             f"{escape(format_bytes(p['capacity_bytes']))}; input {escape(p.get('data', 'pageable'))} "
+             f"(--data), its copy {escape(format_si(p['transfer_s'], 's'))}. FLOP counts a multiply-add as 2 "
+             "FLOPs.</p>"]
     if advice is not None:
         rec = advice["recommended"]
         parts.append(f"<p><b>Recommended:</b> batch {rec['batch_size']}, {escape(rec['precision'])}: "
