@@ -257,10 +257,9 @@ def _options(train: bool, optimizer: str, pinned: bool, sync: int, channels_last
 
 def _placement_name(opts: Any) -> str:
     """The `--data` name of the options' input placement."""
-    from roofline.model.data_placement import DATA_PLACEMENTS
+    from roofline.model.data_placement import placement_of
 
-    fields = {"include_transfer": opts.include_transfer, "pinned": opts.pinned, "prefetch": opts.prefetch}
-    return next(name for name, p in DATA_PLACEMENTS.items() if p.fields() == fields)
+    return placement_of(opts.include_transfer, opts.pinned, opts.prefetch)
 
 
 def profile_name(name_or_path: str) -> str:

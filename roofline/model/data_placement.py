@@ -70,3 +70,10 @@ def resolve_placement(data: str | None, pinned: bool) -> DataPlacement:
         raise RooflineError(f"--pinned and --data {placement.name} disagree: --pinned means --data pinned; "
                             "give --data alone")
     return placement
+
+
+def placement_of(include_transfer: bool, pinned: bool, prefetch: bool) -> str:
+    """The name of the placement whose fields these are (a command's `StepOptions` are built from one), for the
+    result to say what was priced."""
+    fields = {"include_transfer": include_transfer, "pinned": pinned, "prefetch": prefetch}
+    return next(name for name, p in DATA_PLACEMENTS.items() if p.fields() == fields)
