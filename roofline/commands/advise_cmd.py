@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from roofline.commands.common import MAX_GPUS, add_hw_args, add_json_flag, integer, number, print_json, text
+from roofline.commands.flag_scope import check_flag_scope
 from roofline.commands.model_args import (
     add_model_args,
     add_step_options,
@@ -39,7 +40,7 @@ def add_parser(subparsers: Any) -> None:
                    help="scaling efficiency a GPU count must keep to be recommended (default 0.9)")
     add_serving_args(p, advise=True)
     add_json_flag(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, flag_parser=p)
 
 
 def data_parallel_advice(args: argparse.Namespace, batch: int, precision_name: str) -> dict[str, Any]:
@@ -101,7 +102,9 @@ def data_parallel_advice(args: argparse.Namespace, batch: int, precision_name: s
 def run(args: argparse.Namespace) -> int:
     from roofline import api
 
-    if serving_requested(args.model, args.prompt_len, args.output_len, getattr(args, "serve", False)):
+    serving = serving_requested(args.model, args.prompt_len, args.output_len, getattr(args, "serve", False))
+    check_flag_scope(args, args.flag_parser, serving)
+    if serving:
         from roofline.commands.serving import run_advise
 
         return run_advise(args)

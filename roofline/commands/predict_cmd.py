@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from roofline.commands.common import add_hw_args, add_json_flag, print_json, selected_profile, text
+from roofline.commands.flag_scope import check_flag_scope
 from roofline.commands.model_args import add_model_args, add_step_args, model_request, step_placement
 from roofline.commands.serving import add_serving_args
 from roofline.errors import DoesNotFit, RooflineError
@@ -30,7 +31,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--force", action="store_true", help="let --html overwrite an existing file")
     add_parallel_args(p)
     add_json_flag(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, flag_parser=p)
 
 
 def add_parallel_args(p: argparse.ArgumentParser) -> None:
@@ -62,7 +63,9 @@ def add_parallel_args(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from roofline import api
 
-    if serving_requested(args.model, args.prompt_len, args.output_len, getattr(args, "serve", False)):
+    serving = serving_requested(args.model, args.prompt_len, args.output_len, getattr(args, "serve", False))
+    check_flag_scope(args, args.flag_parser, serving, several_gpus_only=("plot",))
+    if serving:
         from roofline.commands.serving import run_predict
 
         return run_predict(args)
