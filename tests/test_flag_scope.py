@@ -24,6 +24,9 @@ RESNET = ("--model", "resnet50", "--gpu", "v100")
     (("predict", *RESNET, "--nodes", "2"), "--nodes applies to several GPUs: add --gpus N"),
     (("predict", *RESNET, "--plot", "scaling.png"), "--plot applies to several GPUs: add --gpus N"),
     (("predict", *LLAMA, "--allreduce", "ring"), "--allreduce applies to several GPUs: add --gpus N"),
+    (("analyze", *LLAMA), "--gpu does not apply to serving llama-3-8b"),
+    (("analyze", "--model", "llama-3-8b", "--train"), "--train does not apply to serving llama-3-8b"),
+    (("analyze", "--model", "resnet50", "--output-len", "8"), "--output-len applies to serving a decoder language"),
 ])
 def test_a_flag_its_path_does_not_read_is_refused(capsys, argv, expected):
     assert expected in run_error(capsys, *argv)
@@ -37,3 +40,4 @@ def test_flags_on_the_path_that_reads_them_still_answer(capsys):
     assert tp["gpus"] == 4
     assert run_json(capsys, "predict", "--model", "gpt2", "--gpu", "a100", "--seq-len", "128")["batch_size"] == 1
     assert run_json(capsys, "advise", *LLAMA, "--serve", "--tpot-ms", "50")["recommended"]
+    assert run_json(capsys, "analyze", "--model", "llama-3-8b", "--prompt-len", "64")["phases"]

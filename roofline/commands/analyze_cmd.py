@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from roofline.commands.common import add_json_flag, integer, print_json, text
+from roofline.commands.flag_scope import check_flag_scope
 from roofline.commands.model_args import add_model_args, model_request
 from roofline.workload.llm.builtins import serving_requested
 from roofline.workload.request import MAX_BATCH
@@ -30,13 +31,15 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--output-len", type=int, metavar="O",
                    help="language models: generated tokens; decode is analysed at context P + O (default 128)")
     add_json_flag(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, flag_parser=p)
 
 
 def run(args: argparse.Namespace) -> int:
     from roofline import api
 
-    if serving_requested(args.model, args.prompt_len, args.output_len, getattr(args, "serve", False)):
+    serving = serving_requested(args.model, args.prompt_len, args.output_len, getattr(args, "serve", False))
+    check_flag_scope(args, args.flag_parser, serving, step_only=("hw", "gpu", "cpu"))
+    if serving:
         from roofline.commands.serving import run_analyze
 
         return run_analyze(args)

@@ -36,12 +36,14 @@ def _flag(dest: str) -> str:
 
 
 def check_flag_scope(args: argparse.Namespace, parser: argparse.ArgumentParser, serving: bool,
-                     several_gpus_only: tuple[str, ...] = ()) -> None:
+                     several_gpus_only: tuple[str, ...] = (), step_only: tuple[str, ...] = ()) -> None:
     """Refuse the first flag the chosen path does not read. `serving`: the language-model path was chosen;
-    `several_gpus_only`: this command's further flags read only with --gpus (predict's scaling --plot)."""
+    `several_gpus_only`: this command's further flags read only with --gpus (predict's scaling --plot);
+    `step_only`: its further flags read only on the step path (analyze's device, which the language-model
+    counts do not compare with)."""
     model = getattr(args, "model", None) or "the op"
     if serving:
-        for dest in (*STEP_ONLY, *DATA_PARALLEL_ONLY, *several_gpus_only):
+        for dest in (*STEP_ONLY, *DATA_PARALLEL_ONLY, *several_gpus_only, *step_only):
             if given(args, parser, dest):
                 raise RooflineError(f"{_flag(dest)} does not apply to serving {model} (prompt and output tokens "
                                     "through a KV cache): drop it; a model's step (a zoo model without "
