@@ -27,6 +27,8 @@ RESNET = ("--model", "resnet50", "--gpu", "v100")
     (("analyze", *LLAMA), "--gpu does not apply to serving llama-3-8b"),
     (("analyze", "--model", "llama-3-8b", "--train"), "--train does not apply to serving llama-3-8b"),
     (("analyze", "--model", "resnet50", "--output-len", "8"), "--output-len applies to serving a decoder language"),
+    (("explain", "--gpu", "v100", "--model", "resnet50"), "--model belongs to the scaling lesson: add --scaling"),
+    (("explain", "--gpu", "v100", "--scaling", "--batch", "64"), "--batch is the global batch of --model's"),
 ])
 def test_a_flag_its_path_does_not_read_is_refused(capsys, argv, expected):
     assert expected in run_error(capsys, *argv)
@@ -41,3 +43,5 @@ def test_flags_on_the_path_that_reads_them_still_answer(capsys):
     assert run_json(capsys, "predict", "--model", "gpt2", "--gpu", "a100", "--seq-len", "128")["batch_size"] == 1
     assert run_json(capsys, "advise", *LLAMA, "--serve", "--tpot-ms", "50")["recommended"]
     assert run_json(capsys, "analyze", "--model", "llama-3-8b", "--prompt-len", "64")["phases"]
+    lesson = run_json(capsys, "explain", "--gpu", "v100", "--scaling", "--model", "resnet50", "--batch", "512")
+    assert lesson["model"]["global_batch"] == 512

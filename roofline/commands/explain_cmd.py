@@ -23,7 +23,7 @@ def add_parser(subparsers: Any) -> None:
     s.add_argument("--model", metavar="NAME", help="also sweep this model's predicted strong scaling")
     s.add_argument("--batch", type=int, default=1024, metavar="B", help="global batch for --model (default 1024)")
     add_json_flag(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, flag_parser=p)
 
 
 def run_scaling(args: argparse.Namespace) -> int:
@@ -63,7 +63,26 @@ def run_scaling(args: argparse.Namespace) -> int:
     return 0
 
 
+SCALING_LESSON_ONLY = ("gpus", "speedup", "model", "batch")
+"""The scaling lesson's flags, which the roofline explanation does not read."""
+
+
+def _check_lesson_flags(args: argparse.Namespace) -> None:
+    """Refuse a scaling-lesson flag without --scaling, and --batch (the --model sweep's) without --model, rather
+    than explain something else without a word."""
+    from roofline.commands.flag_scope import given
+    from roofline.errors import RooflineError
+
+    if not args.scaling:
+        for dest in SCALING_LESSON_ONLY:
+            if given(args, args.flag_parser, dest):
+                raise RooflineError(f"--{dest} belongs to the scaling lesson: add --scaling, or drop it")
+    elif given(args, args.flag_parser, "batch") and not args.model:
+        raise RooflineError("--batch is the global batch of --model's scaling sweep: add --model NAME, or drop it")
+
+
 def run(args: argparse.Namespace) -> int:
+    _check_lesson_flags(args)
     if args.scaling:
         return run_scaling(args)
     from roofline.advise.explain import explain
