@@ -29,6 +29,10 @@ RESNET = ("--model", "resnet50", "--gpu", "v100")
     (("analyze", "--model", "resnet50", "--output-len", "8"), "--output-len applies to serving a decoder language"),
     (("explain", "--gpu", "v100", "--model", "resnet50"), "--model belongs to the scaling lesson: add --scaling"),
     (("explain", "--gpu", "v100", "--scaling", "--batch", "64"), "--batch is the global batch of --model's"),
+    (("validate", "--model", "mlp", "--prompt-len", "64"), "--prompt-len applies with --serve"),
+    (("validate", "--model", "gpt2", "--serve", "--precision", "bf16"), "--precision applies to a model's step"),
+    (("validate", "--model", "mlp", "--ranks", "2", "--train", "--budget", "5"), "--budget applies to a model's"),
+    (("validate", "--model", "mlp", "--steps", "3"), "--steps applies with --ranks"),
 ])
 def test_a_flag_its_path_does_not_read_is_refused(capsys, argv, expected):
     assert expected in run_error(capsys, *argv)

@@ -57,3 +57,14 @@ def check_flag_scope(args: argparse.Namespace, parser: argparse.ArgumentParser, 
         for dest in (*SEVERAL_GPUS_ONLY, *([] if serving else DATA_PARALLEL_ONLY), *several_gpus_only):
             if given(args, parser, dest):
                 raise RooflineError(f"{_flag(dest)} applies to several GPUs: add --gpus N, or drop it")
+
+
+def check_modes(args: argparse.Namespace, parser: argparse.ArgumentParser, mode: str,
+                read_in: dict[str, tuple[str, ...]], named: dict[str, str]) -> None:
+    """For a command with several modes (validate: a step, --ranks, --serve): refuse the first flag given that
+    `mode` does not read. `read_in`: flag -> the modes that read it (flags not listed are read by all);
+    `named`: mode -> how the user asks for it, for the message."""
+    for dest, modes in read_in.items():
+        if mode not in modes and given(args, parser, dest):
+            asks = " or ".join(named[m] for m in modes)
+            raise RooflineError(f"{_flag(dest)} applies {asks}, not {named[mode]}: drop it")

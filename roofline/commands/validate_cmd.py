@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from roofline.commands.common import add_json_flag, integer, number, print_json, text
+from roofline.commands.flag_scope import check_modes
 from roofline.commands.model_args import add_model_args, model_request
 
 
@@ -46,7 +47,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--prompt-len", type=int, metavar="P", help="with --serve: prompt tokens (default 512)")
     p.add_argument("--output-len", type=int, metavar="O", help="with --serve: generated tokens (default 128)")
     add_json_flag(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, flag_parser=p)
 
 
 def run_ranks(args: argparse.Namespace) -> int:
@@ -75,7 +76,21 @@ def run_ranks(args: argparse.Namespace) -> int:
     return 0
 
 
+MODES = {"step": "to a model's step (without --ranks or --serve)", "ranks": "with --ranks",
+         "serve": "with --serve"}
+"""validate's three modes, as the user asks for each."""
+READ_IN = {"prompt_len": ("serve",), "output_len": ("serve",), "steps": ("ranks",),
+           "budget": ("step",), "kind_steps": ("step",), "per_layer": ("step",), "keep_heap": ("step",),
+           "optimizer": ("step",), "repeats": ("step", "serve"), "no_calibrate": ("step", "serve"),
+           "precision": ("step", "ranks"), "train": ("step", "ranks"), "input_size": ("step", "ranks"),
+           "input_shape": ("step", "ranks"), "num_classes": ("step", "ranks"), "seq_len": ("step", "ranks")}
+"""Each flag that not every mode reads, and the modes that read it (a --serve run times transformers' generate
+in fp32 on the CPU; a --ranks run trains in gloo ranks, uncalibrated, for --steps steps)."""
+
+
 def run(args: argparse.Namespace) -> int:
+    mode = "serve" if args.serve else "ranks" if args.ranks is not None else "step"
+    check_modes(args, args.flag_parser, mode, READ_IN, MODES)
     if args.serve:
         from roofline.commands.serving import run_validate
 
