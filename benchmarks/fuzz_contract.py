@@ -188,8 +188,9 @@ BAD_COUNTS: tuple[object, ...] = (0, -4, 2.5, "x", float("nan"), None)
 COUNT_FIGURES = ("cores", "threads", "sm_count", "fp32_lanes_per_sm", "fp64_lanes_per_sm", "simd_width_bits",
                  "fma_units_per_core", "bus_width_bits")
 INT_FIELDS = ("sockets", "shared_by", "line_bytes", "lanes", "links", "generation", "alignment_elements")
-MAY_BE_NULL = ("links",)
-"""Counts a profile may leave unknown (`interconnect.links: null`): None is valid there, every other bad count not."""
+MAY_BE_NULL = ("links", "lanes", "generation")
+"""Counts a profile may leave unknown (`interconnect.links`, `host_link.lanes` and `.generation: null`): None is
+valid there, every other bad count not."""
 MAY_BE_ZERO = ("kernel_launch_s", "framework_dispatch_s", "sync_s")
 """Overheads a CPU profile sets to 0 (no device launch, no host-device sync): every other figure is > 0."""
 BAD_DTYPES = ("fp128", "FP32", "", "float", "int4x")
