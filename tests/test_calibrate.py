@@ -102,12 +102,12 @@ def test_quick_calibration_end_to_end(quick_calibration, tmp_path):
     assert load_profile.__wrapped__(out) == profile
 
 
-@pytest.mark.parametrize("extra", [[], ["--comm"]])
+@pytest.mark.parametrize("extra", [["--quick"], ["--comm"]])
 def test_an_out_in_a_missing_directory_is_refused_before_measuring(tmp_path, extra):
     # a typo in a directory the user named must not become new directories (nor cost a calibration's minutes);
     # only the default calibrated directory is created on first use
     target = tmp_path / "no" / "such" / "c.yaml"
-    done = _cli("calibrate", "--quick", *extra, "--out", str(target), env_home=tmp_path)
+    done = _cli("calibrate", *extra, "--out", str(target), env_home=tmp_path)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().endswith(f"directory {target.parent} does not exist")
     assert not (tmp_path / "no").exists()

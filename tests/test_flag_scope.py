@@ -33,6 +33,8 @@ RESNET = ("--model", "resnet50", "--gpu", "v100")
     (("validate", "--model", "gpt2", "--serve", "--precision", "bf16"), "--precision applies to a model's step"),
     (("validate", "--model", "mlp", "--ranks", "2", "--train", "--budget", "5"), "--budget applies to a model's"),
     (("validate", "--model", "mlp", "--steps", "3"), "--steps applies with --ranks"),
+    (("calibrate", "--ranks", "4"), "--ranks applies with --comm"),
+    (("calibrate", "--comm", "--quick"), "--quick applies to a device's calibration"),
 ])
 def test_a_flag_its_path_does_not_read_is_refused(capsys, argv, expected):
     assert expected in run_error(capsys, *argv)

@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 
 from roofline.commands.common import add_json_flag, integer, print_json, text
+from roofline.commands.flag_scope import check_modes
 from roofline.errors import RooflineError
 
 
@@ -34,7 +35,7 @@ def add_parser(subparsers) -> None:
                         "write it as a link profile")
     p.add_argument("--ranks", type=integer(2, 256), default=2, metavar="N", help="processes for --comm (default 2)")
     add_json_flag(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, flag_parser=p)
 
 
 def run_comm(args: argparse.Namespace) -> int:
@@ -78,12 +79,20 @@ def _dtypes(text: str | None) -> tuple[str, ...] | None:
     return names
 
 
+MODES = {"device": "to a device's calibration (without --comm)", "comm": "with --comm"}
+"""calibrate's two modes, as the user asks for each."""
+READ_IN = {"ranks": ("comm",), "device": ("device",), "quick": ("device",), "dtypes": ("device",),
+           "hw": ("device",)}
+"""The flags one mode reads: --comm times gloo all-reduces between local processes, nothing of a device."""
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from roofline import api
 
+    check_modes(args, args.flag_parser, "comm" if args.comm else "device", READ_IN, MODES)
     if args.comm:
         return run_comm(args)
     dtypes = _dtypes(args.dtypes)
