@@ -67,3 +67,21 @@ def test_the_report_prices_and_names_the_placement(capsys, tmp_path):
     out = run_json(capsys, "report", "--model", "resnet50", "--gpu", "v100", "--data", "device", "-o", str(page))
     assert out["data"] == "device"
     assert "input device (--data), its copy 0 s" in page.read_text()
+
+
+def test_advise_says_what_the_copy_costs_where_a_placement_would_save_much(capsys):
+    """The headline advice (MobileNetV3 on a V100) copies its input from pageable memory by default: the reason
+    gives the input's bytes by closed form, the copy at two serial copies over the link, and the step under each
+    other placement as `predict --data` prices it."""
+    advice = run_json(capsys, "advise", "--model", "mobilenetv3", "--gpu", "v100")
+    rec = advice["recommended"]
+    transfer = next(r for r in advice["reasons"] if r["kind"] == "transfer")
+    assert transfer["input_bytes"] == pytest.approx(rec["batch_size"] * 3 * 224 * 224 * 4)
+    assert transfer["transfer_s"] == pytest.approx(2 * transfer["input_bytes"] / LINK)
+    for name, step in transfer["step_time_by_placement_s"].items():
+        same = api.predict("mobilenetv3", gpu="v100", batch=rec["batch_size"], precision=rec["precision"], data=name)
+        assert step == pytest.approx(same.step_time_s)
+    assert transfer["step_time_by_placement_s"]["device"] < 0.9 * rec["step_time_s"]
+    # data already on the device: nothing to say
+    placed = run_json(capsys, "advise", "--model", "mobilenetv3", "--gpu", "v100", "--data", "device")
+    assert "transfer" not in {r["kind"] for r in placed["reasons"]}

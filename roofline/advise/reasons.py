@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from roofline.model.ceilings import RUNTIME_PROVENANCE
 from roofline.model.cpu_runtime.heap_setting import KEEP_HEAP_ENV, KEEP_HEAP_TUNABLES, PRELOAD_ALLOCATORS
-from roofline.model.step import StepPrediction
+from roofline.model.step import StepPrediction, copy_rate
 from roofline.workload.precision import Precision, get_precision
 
 if TYPE_CHECKING:
@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 SHAPE_NOTE_KINDS = ("alignment", "quantization")
 """Cost-model notes that explain why throughput steps between neighbouring batch sizes."""
 Predict = Callable[[int, Precision], StepPrediction]
+Placed = Callable[[int, Precision, str], StepPrediction]
+"""The step at a batch and precision with its input placed as `--data` names."""
 
 
 def _shares(p: StepPrediction) -> dict[str, float]:
@@ -212,7 +214,38 @@ def allocator_reason(rec: StepPrediction) -> dict[str, Any] | None:
                      f"({rec.step_time_s / kept_s:.2f}x); `roofline validate --keep-heap` measures both.")}
 
 
-def explain_advice(advice: Advice, profile: Profile, predict: Predict) -> list[dict[str, Any]]:
+TRANSFER_ADVICE_SHARE = ALLOCATOR_ADVICE_SHARE
+"""A faster input placement is worth a sentence when it saves more than this share of the step, the threshold the
+allocator advice uses: below it the advice would be noise beside the step's other costs."""
+
+
+def transfer_reason(rec: StepPrediction, placement: str, placed: Placed) -> dict[str, Any] | None:
+    """On a GPU, what copying the input costs the recommended step where it is placed, and the step under each
+    faster placement (`--data`), when the best of them saves more than TRANSFER_ADVICE_SHARE: the textbook
+    lesson that moving data between host and device can cancel the GPU's advantage, in this step's numbers."""
+    from roofline.model.data_placement import DATA_PLACEMENTS
+
+    if not rec.ceilings.is_gpu or rec.transfer_s <= 0:
+        return None
+    precision = get_precision(rec.precision)
+    others = {name: placed(rec.batch_size, precision, name).step_time_s for name in DATA_PLACEMENTS
+              if name != placement}
+    faster = {name: s for name, s in others.items() if s < rec.step_time_s}
+    if not faster or 1 - min(faster.values()) / rec.step_time_s <= TRANSFER_ADVICE_SHARE:
+        return None
+    nbytes = rec.transfer_s * copy_rate(rec.ceilings, DATA_PLACEMENTS[placement].pinned)
+    options = "; ".join(f"{step * 1e3:.2f} ms with --data {name} ({DATA_PLACEMENTS[name].label})"
+                        for name, step in sorted(faster.items(), key=lambda kv: -kv[1]))
+    return {"kind": "transfer", "placement": placement, "input_bytes": nbytes, "transfer_s": rec.transfer_s,
+            "step_time_s": rec.step_time_s, "step_time_by_placement_s": {placement: rec.step_time_s, **others},
+            "text": (f"At batch {rec.batch_size} each step copies {nbytes / 1e6:.1f} MB of input from "
+                     f"{DATA_PLACEMENTS[placement].label} ({rec.transfer_s * 1e3:.2f} ms) and takes "
+                     f"{rec.step_time_s * 1e3:.2f} ms; placed otherwise: {options}. Moving data between host and "
+                     "device can cancel the GPU's advantage.")}
+
+
+def explain_advice(advice: Advice, profile: Profile, predict: Predict, placement: str = "pageable",
+                   placed: Placed | None = None) -> list[dict[str, Any]]:
     """All reasons for one piece of advice, most important first."""
     precision = get_precision(advice.recommended_precision)
     rec = advice.recommended
@@ -227,6 +260,8 @@ def explain_advice(advice: Advice, profile: Profile, predict: Predict) -> list[d
         rec_same = rec
     points = sorted({p.batch_size: p for p in (p1, rec, pmax)}.values(), key=lambda p: p.batch_size)
     allocator = allocator_reason(rec)
+    transfer = transfer_reason(rec, placement, placed) if placed is not None else None
     return [feed_reason(profile), roofline_reason(rec, p1), bounds_reason(points), top_layers_reason(rec),
-            *([allocator] if allocator else []), precision_reason(rec_same, base, precision),
-            batch_neighbours_reason(advice), memory_reason(advice), overhead_reason(p1)]
+            *([allocator] if allocator else []), *([transfer] if transfer else []),
+            precision_reason(rec_same, base, precision), batch_neighbours_reason(advice), memory_reason(advice),
+            overhead_reason(p1)]

@@ -69,6 +69,14 @@ the inf/NaN flags of the unscaled gradients with `.item()` before it lets the op
 step's forward cannot be queued under it."""
 
 
+def copy_rate(c: Ceilings, pinned: bool) -> float:
+    """Bytes per second of the input's host-to-device copy: the link's rate from pinned memory; from pageable
+    memory the measured pageable rate, else the link's over PAGEABLE_STAGING_COPIES serial copies."""
+    if pinned:
+        return c.host_link_bytes_per_s
+    return c.host_link_pageable_bytes_per_s or c.host_link_bytes_per_s / PAGEABLE_STAGING_COPIES
+
+
 @dataclass(frozen=True)
 class StepOptions:
     train: bool = False
@@ -352,12 +360,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     sync_s = sync_points * c.sync_s
     transfer_s = 0.0
     if c.is_gpu and opts.include_transfer and c.host_link_bytes_per_s:
-        nbytes = float(workload.input_bytes)
-        if opts.pinned:
-            transfer_s = nbytes / c.host_link_bytes_per_s
-        else:
-            pageable = c.host_link_pageable_bytes_per_s or c.host_link_bytes_per_s / PAGEABLE_STAGING_COPIES
-            transfer_s = nbytes / pageable
+        transfer_s = float(workload.input_bytes) / copy_rate(c, opts.pinned)
     if c.is_gpu:
         copy_on_critical_path = 0.0 if opts.pinned or opts.prefetch else transfer_s
         copy_on_stream = transfer_s if opts.pinned and not opts.prefetch else 0.0
