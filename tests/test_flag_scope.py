@@ -35,6 +35,7 @@ RESNET = ("--model", "resnet50", "--gpu", "v100")
     (("validate", "--model", "mlp", "--steps", "3"), "--steps applies with --ranks"),
     (("calibrate", "--ranks", "4"), "--ranks applies with --comm"),
     (("calibrate", "--comm", "--quick"), "--quick applies to a device's calibration"),
+    (("report", *LLAMA, "-o", "page.html"), "advise --model llama-3-8b --serve --plot DIR"),
 ])
 def test_a_flag_its_path_does_not_read_is_refused(capsys, argv, expected):
     assert expected in run_error(capsys, *argv)

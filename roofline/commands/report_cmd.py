@@ -31,6 +31,12 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from roofline import api
+    from roofline.errors import RooflineError
+    from roofline.workload.llm.builtins import serving_requested
+
+    if serving_requested(args.model, None, None):
+        raise RooflineError(f"report pages a model's step; {args.model} is a language model served token by token: "
+                            f"`roofline advise --model {args.model} --serve --plot DIR` draws its serving advice")
 
     advice = api.advise(model_request(args), hw=args.hw, gpu=args.gpu, cpu=args.cpu, train=args.train,
                         precision=args.precision, optimizer=args.optimizer, pinned=args.pinned, data=args.data,
