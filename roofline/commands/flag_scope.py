@@ -1,4 +1,4 @@
-"""Which path of `predict` and `advise` reads each flag, so that a flag the chosen path would drop is refused.
+"""Which path of a command reads each flag, so that a flag the chosen path would drop is refused.
 
 One command line prices two things: a model's step (a zoo CNN or transformer, or one op; training or inference;
 one GPU, or data-parallel over --gpus) and a language model's serving (prompt and output tokens through a KV
@@ -6,6 +6,8 @@ cache; tensor-parallel over --gpus). Each path reads only its own flags, and a f
 dropped without a word: `predict --model llama-3-8b --train` printed a serving prediction, `predict --model
 resnet50 --prompt-len 128` a step, `predict ... --grad-accum 4` without --gpus a single-GPU step. A flag given
 (set to other than its default) on a path that does not read it is now a one-line error naming the path that does.
+`check_flag_scope` decides it for `predict`, `advise` and `analyze`; `check_modes` for a command whose modes are
+its own (`validate`: a step, --ranks, --serve; `calibrate`: a device or --comm).
 """
 
 from __future__ import annotations
