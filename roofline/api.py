@@ -255,13 +255,6 @@ def _options(train: bool, optimizer: str, pinned: bool, sync: int, channels_last
                        alone=alone, **resolve_placement(data, pinned).fields())
 
 
-def _placement_name(opts: Any) -> str:
-    """The `--data` name of the options' input placement."""
-    from roofline.model.data_placement import placement_of
-
-    return placement_of(opts.include_transfer, opts.pinned, opts.prefetch)
-
-
 def profile_name(name_or_path: str) -> str:
     """The identifier `hw list` shows for what the user typed: a profile's file stem."""
     from roofline.hardware import list_profiles
@@ -372,7 +365,7 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
     out["batches"] = [{"batch_size": p.batch_size, "step_time_s": p.step_time_s, "samples_per_s": p.samples_per_s,
                        "memory_bytes": p.memory.total} for p in preds]
     out["context"] = "alone" if opts.alone else "model"
-    out["data"] = _placement_name(opts)
+    out["data"] = opts.data
     result = PredictResult(**out)
     if target is not None:
         result.html = _write_report(target, profile, hw or gpu or cpu or "", result, None, force)
@@ -423,7 +416,7 @@ def advise(model: ModelLike = None, *, hw: str | None = None, gpu: str | None = 
     opts = _options(train, optimizer, pinned, sync, channels_last, reserve_bytes, fp32_math, attention, data=data)
     advice = run_advisor(name, build, profile, train, precision, opts)
     out = _advice_dict(advice)
-    out["data"] = _placement_name(opts)
+    out["data"] = opts.data
     if plot_target is not None:
         from roofline.report.plots import write_advice_plots
 

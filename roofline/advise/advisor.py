@@ -17,7 +17,7 @@ from roofline.advise.advice import Advice
 from roofline.advise.reasons import explain_advice
 from roofline.errors import DoesNotFit
 from roofline.hardware.schema import Profile
-from roofline.model.data_placement import get_placement, placement_of
+from roofline.model.data_placement import get_placement
 from roofline.model.memory import max_batch_that_fits
 from roofline.model.step import StepOptions, StepPrediction, predict_step, step_memory
 from roofline.workload.ops.base import Workload
@@ -126,12 +126,11 @@ def advise(name: str, build: BuildWorkload, profile: Profile, train: bool, preci
     neighbours.append(predict(recommended, prec))
     advice = Advice(name, profile.name, train, recommended, prec.name, max_b, max_by_precision, sweep,
                     sorted(neighbours, key=lambda p: p.batch_size))
-    placement = placement_of(opts.include_transfer, opts.pinned, opts.prefetch)
 
     def placed(batch: int, prec: Precision, data: str) -> StepPrediction:
         """The step with its input placed otherwise (`--data`), for the transfer reason."""
         return predict_step(workload(batch), profile, prec, replace(opts, **get_placement(data).fields()))
 
-    advice.reasons = explain_advice(advice, profile, predict, placement, placed)
+    advice.reasons = explain_advice(advice, profile, predict, opts.data, placed)
     return advice
 

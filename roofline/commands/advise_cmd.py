@@ -110,9 +110,9 @@ def run(args: argparse.Namespace) -> int:
         return run_advise(args)
     advice = api.advise(model_request(args), hw=args.hw, gpu=args.gpu, cpu=args.cpu, train=args.train,
                         precision=args.precision, optimizer=args.optimizer, pinned=args.pinned, data=args.data,
-                        sync=args.sync,
-                        channels_last=args.channels_last, reserve_bytes=args.reserve_bytes, plot=args.plot,
-                        html=args.html, force=args.force, fp32_math=args.fp32_math, attention=args.attention)
+                        sync=args.sync, channels_last=args.channels_last, reserve_bytes=args.reserve_bytes,
+                        plot=args.plot, html=args.html, force=args.force, fp32_math=args.fp32_math,
+                        attention=args.attention)
     out = advice.to_dict()
     if args.gpus is not None:
         out["data_parallel"] = data_parallel_advice(args, out["recommended"]["batch_size"],

@@ -26,7 +26,6 @@ class DataPlacement:
     prefetch: bool
     label: str
     """A few words for a sentence: 'pinned host memory, non-blocking'."""
-    meaning: str
 
     def fields(self) -> dict[str, bool]:
         """The `StepOptions` keyword arguments of this placement."""
@@ -36,19 +35,10 @@ class DataPlacement:
 DATA_PLACEMENTS: dict[str, DataPlacement] = {
     p.name: p
     for p in (
-        DataPlacement("pageable", True, False, False, "pageable host memory",
-                      "a host tensor in pageable memory copied each step (x.cuda()): synchronous, in the step's "
-                      "critical path, staged through a pinned buffer (the default)"),
-        DataPlacement("pinned", True, True, False, "pinned host memory, non-blocking",
-                      "a host tensor in pinned memory copied with non_blocking=True: it overlaps the host's work "
-                      "and runs on the device between the step's kernels"),
-        DataPlacement("prefetched", True, True, True, "a loader prefetching on its own stream",
-                      "a loader copies the next batch from pinned memory on a stream of its own while this step "
-                      "computes (DeepLearningExamples' PrefetchedWrapper, DALI): only a copy longer than the step "
-                      "shows"),
-        DataPlacement("device", False, False, False, "already on the GPU",
-                      "the batch is already on the device (synthetic inputs made there, a dataset kept in GPU "
-                      "memory): no copy"),
+        DataPlacement("pageable", True, False, False, "pageable host memory"),
+        DataPlacement("pinned", True, True, False, "pinned host memory, non-blocking"),
+        DataPlacement("prefetched", True, True, True, "a loader prefetching on its own stream"),
+        DataPlacement("device", False, False, False, "already on the GPU"),
     )
 }
 DEFAULT_DATA = "pageable"

@@ -22,6 +22,7 @@ from roofline.model.ceilings import Ceilings, ceilings_for
 from roofline.model.context import ContextFor, CostContext
 from roofline.model.costmodel import OpCost, op_cost, with_first_touch
 from roofline.model.cpu_runtime.heap_requests import first_touch_bytes
+from roofline.model.data_placement import placement_of
 from roofline.model.fp32_math import DEFAULT_FP32_MATH, get_fp32_math
 from roofline.model.memory import MemoryBreakdown, default_reserve_bytes, memory_breakdown
 from roofline.model.notes import Note
@@ -133,6 +134,11 @@ class StepOptions:
     process's history (a 3x3 convolution at batch 8 measured 8.8 ms with the heap kept and 14.3-16.3 ms in
     fresh default processes, 13-16 MiB faulted per call), so the replayed fresh pages are noted as the bound a
     default process adds, which the allocator advice removes."""
+
+    @property
+    def data(self) -> str:
+        """Where the input comes from, as `--data` names it (`roofline.model.data_placement`)."""
+        return placement_of(self.include_transfer, self.pinned, self.prefetch)
 
 
 @dataclass(frozen=True)
