@@ -238,7 +238,7 @@ def _batches(batch: int | Sequence[int] | str) -> list[int]:
 
 def _options(train: bool, optimizer: str, pinned: bool, sync: int, channels_last: bool,
              reserve_bytes: float | None, fp32_math: str = "pytorch", attention: str = "fused",
-             alone: bool = False, data: str | None = None) -> Any:
+             alone: bool = False, data: str | None = None, gelu_new: bool = False) -> Any:
     from roofline.model.data_placement import resolve_placement
     from roofline.model.fp32_math import get_fp32_math
     from roofline.model.step import StepOptions
@@ -252,7 +252,7 @@ def _options(train: bool, optimizer: str, pinned: bool, sync: int, channels_last
         raise RooflineError(f"--attention '{attention}': expected one of {', '.join(ATTENTION_PATHS)}")
     return StepOptions(train=train, optimizer=optimizer, sync_points=sync, channels_last=channels_last,
                        reserve_bytes=reserve_bytes, fp32_math=get_fp32_math(fp32_math).name, attention=attention,
-                       alone=alone, **resolve_placement(data, pinned).fields())
+                       gelu_new=gelu_new, alone=alone, **resolve_placement(data, pinned).fields())
 
 
 def profile_name(name_or_path: str) -> str:
@@ -329,12 +329,12 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
             input_shape: Sequence[int] | None = None, input_size: int | None = None, seq_len: int | None = None,
             num_classes: int | None = None, html: str | Path | None = None, force: bool = False,
             fp32_math: str = "pytorch", attention: str = "fused", in_model: bool = False,
-            data: str | None = None) -> PredictResult:
+            data: str | None = None, gelu_new: bool = False) -> PredictResult:
     """The predicted step (or one op, `op="gemm(m=..,n=..,k=..)"`) at each batch size (`roofline predict`).
     An op is priced as a script timing it alone in a loop runs it (`StepOptions.alone`: warm per-call costs)
     unless `in_model`, which prices it as one layer of a model (called cold, after other layers). `data` is
     where each step's input comes from (`roofline.model.data_placement`: pageable, pinned, prefetched, device;
-    `pinned=True` is `data="pinned"`).
+    `pinned=True` is `data="pinned"`). `gelu_new` prices a tanh GELU as Hugging Face's gelu_new formula runs it.
     `html` also writes the HTML report of the first batch (an existing file only with force=True)."""
     from roofline.model.step import predict_step
     from roofline.workload.precision import get_precision
@@ -352,7 +352,7 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
     if in_model and not req.op:
         raise RooflineError("--in-model applies to --op (a model's layers are always priced in their model)")
     opts = _options(train, optimizer, pinned, sync, channels_last, reserve_bytes, fp32_math, attention,
-                    alone=bool(req.op) and not in_model, data=data)
+                    alone=bool(req.op) and not in_model, data=data, gelu_new=gelu_new)
     preds = [predict_step(build(b), profile, prec, opts) for b in batches]
     for p in preds:
         if not p.fits and not allow_oversize:
@@ -396,7 +396,7 @@ def advise(model: ModelLike = None, *, hw: str | None = None, gpu: str | None = 
            plot: str | None = None, input_shape: Sequence[int] | None = None, input_size: int | None = None,
            seq_len: int | None = None, num_classes: int | None = None, html: str | Path | None = None,
            force: bool = False, fp32_math: str = "pytorch", attention: str = "fused",
-           data: str | None = None) -> AdviseResult:
+           data: str | None = None, gelu_new: bool = False) -> AdviseResult:
     """Batch size and precision for a model on a device, the sweep behind them and why (`roofline advise`).
     `data`: where each step's input comes from, as in `predict`.
     `plot` (a directory, or a .png/.svg/.pdf path) also writes the matplotlib figures; `html` the HTML report
@@ -413,7 +413,8 @@ def advise(model: ModelLike = None, *, hw: str | None = None, gpu: str | None = 
         from roofline.report.plots import plot_path
 
         plot_target = plot_path(plot, name, profile.name, force)
-    opts = _options(train, optimizer, pinned, sync, channels_last, reserve_bytes, fp32_math, attention, data=data)
+    opts = _options(train, optimizer, pinned, sync, channels_last, reserve_bytes, fp32_math, attention, data=data,
+                    gelu_new=gelu_new)
     advice = run_advisor(name, build, profile, train, precision, opts)
     out = _advice_dict(advice)
     out["data"] = opts.data
@@ -427,7 +428,7 @@ def advise(model: ModelLike = None, *, hw: str | None = None, gpu: str | None = 
         step = predict(req, hw=hw, gpu=gpu, cpu=cpu, batch=rec.batch_size, precision=rec.precision, train=train,
                        optimizer=optimizer, pinned=pinned, sync=sync, channels_last=channels_last,
                        reserve_bytes=reserve_bytes, allow_oversize=True, fp32_math=fp32_math, attention=attention,
-                       data=data)
+                       data=data, gelu_new=gelu_new)
         result.html = _write_report(target, profile, hw or gpu or cpu or "", step, result, force)
     return result
 

@@ -69,6 +69,55 @@ def test_gpt2_counts_closed_form():
     assert macs(wl) == 15_812_100_096
 
 
+def test_bert_large_counts_closed_form():
+    wl = build_workload("bert-large", 1)  # sequence of 128 tokens
+    # embeddings (30522 + 512 + 2) x 1024 + LayerNorm 2 x 1024                             = 31,795,200
+    # layer: q, k, v, o 4 x (1024 x 1024 + 1024) = 4,198,400; FFN 1024 x 4096 + 4096 = 4,198,400
+    #        and 4096 x 1024 + 1024 = 4,195,328; two LayerNorms 4,096                       = 12,596,224
+    # pooler 1024 x 1024 + 1024                                                             = 1,049,600
+    # 31,795,200 + 24 x 12,596,224 + 1,049,600                                              = 335,141,888
+    assert wl.params() == 335_141_888
+    ref = get_model("bert-large").reference
+    assert abs(wl.params() - ref.params) <= ref.params_step / 2  # Devlin et al.: "340M", to tens of millions
+    # per layer: 4 x 128 x 1024^2 + 2 x 128 x 1024 x 4096 = 1,610,612,736 linear MACs, plus attention
+    # Q K^T and P V 2 x 16 heads x 128 x 128 x 64 = 33,554,432 -> 1,644,167,168; x 24 = 39,460,012,032
+    # pooler 1024 x 1024 = 1,048,576                                              total 39,461,060,608
+    attention = sum(v.flops for op in wl.ops if op.kind == "attention" for v in op.gemm_views("forward")) // 2
+    assert macs(wl) + attention == 39_461_060_608
+
+
+def test_bert_large_pretraining_counts_closed_form():
+    wl = build_workload("bert-large-pretraining", 1)  # sequence of 128 tokens
+    # BertModel 335,141,888; MLM transform dense 1024 x 1024 + 1024 = 1,049,600 and LayerNorm 2,048; the decoder
+    # shares the word embedding's 30522 x 1024 matrix and has its own bias of 30,522; next-sentence head
+    # 1024 x 2 + 2 = 2,050: 335,141,888 + 1,049,600 + 2,048 + 30,522 + 2,050               = 336,226,108
+    assert wl.params() == 336_226_108
+    # BertModel's 39,461,060,608 MACs, the transform 128 x 1024^2 = 134,217,728, the decoder over every
+    # position 128 x 1024 x 30522 = 4,000,579,584, the next-sentence head 1024 x 2 = 2,048 -> 43,595,859,968
+    attention = sum(v.flops for op in wl.ops if op.kind == "attention" for v in op.gemm_views("forward")) // 2
+    assert macs(wl) + attention == 43_595_859_968
+    assert [op.kind for op in wl.ops][-1] == "loss"
+
+
+@pytest.mark.parametrize(("name", "layers", "hidden", "params"), [
+    # Hugging Face's model cards: "355M", "774M", "1.5B" parameters
+    ("gpt2-medium", 24, 1024, 354_823_168),
+    ("gpt2-large", 36, 1280, 774_030_080),
+    ("gpt2-xl", 48, 1600, 1_557_611_200),
+])
+def test_gpt2_family_counts_closed_form(name, layers, hidden, params):
+    wl = build_workload(name, 1)  # sequence of 128 tokens
+    # wte 50257 x h + wpe 1024 x h; a block: c_attn h x 3h + 3h, c_proj h x h + h, c_fc h x 4h + 4h,
+    # mlp c_proj 4h x h + h, two LayerNorms 4h = 12 h^2 + 13 h; ln_f 2h; lm_head tied to wte
+    # e.g. gpt2-large: 51,281 x 1280 + 36 x (12 x 1280^2 + 13 x 1280) + 2,560 = 774,030,080
+    assert params == 51_281 * hidden + layers * (12 * hidden**2 + 13 * hidden) + 2 * hidden
+    assert wl.params() == params
+    ref = get_model(name).reference
+    assert abs(wl.params() - ref.params) < ref.params_step  # the cards round ("355M") or truncate ("1.5B")
+    # MACs per token: 12 h^2 per block and h x 50257 for the lm_head, over 128 tokens
+    assert macs(wl) == 128 * (layers * 12 * hidden**2 + hidden * 50_257)
+
+
 def test_mlp_counts_closed_form():
     wl = build_workload("mlp", 1)
     # 512 x 2048 + 2048 = 1,050,624; 2048 x 512 + 512 = 1,049,088; 512 x 1 + 1 = 513
@@ -165,7 +214,7 @@ def test_traced_module_has_the_same_ops(name):
     built = build_workload(name, 2, **small(name))
     # a language model's builder ends with its training loss, which the module's forward (logits) leaves out
     losses = [op for op in built.ops if op.kind == "loss"]
-    assert len(losses) == (name == "gpt2")
+    assert len(losses) == (name.startswith("gpt2") or name.endswith("-pretraining"))
     built = replace(built, ops=[op for op in built.ops if op.kind != "loss"],
                     dataflow=replace(built.flow(), reads={k: v for k, v in built.flow().reads.items()
                                                           if k not in {op.name for op in losses}}))
@@ -209,7 +258,7 @@ def test_names_are_case_insensitive_with_aliases():
     assert get_model("ResNet50").name == "resnet50"
     for alias in ("mobilenetv3", "mobilenet_v3_large", "mobilenetv3_large", "MobileNetV3-Large"):
         assert get_model(alias).name == "mobilenetv3-large"
-    assert len({s.name for s in list_models()}) == len(list_models()) == 9
+    assert len({s.name for s in list_models()}) == len(list_models()) == 14
     assert {s.family for s in list_models()} == {"vision", "mlp", "text"}
 
 

@@ -63,7 +63,8 @@ def data_parallel_advice(args: argparse.Namespace, batch: int, precision_name: s
     _, build = workload_builder(model_request(args))
     opts = StepOptions(train=True, optimizer=args.optimizer, sync_points=args.sync,
                        channels_last=args.channels_last, reserve_bytes=args.reserve_bytes,
-                       fp32_math=args.fp32_math, attention=args.attention, **step_placement(args).fields())
+                       fp32_math=args.fp32_math, attention=args.attention, gelu_new=args.gelu_new,
+                       **step_placement(args).fields())
     node = node_for(profile, args.node)
     precision = get_precision(precision_name)
     points = weak_scaling(build, profile, precision, opts, node, batch, args.gpus, precision.master_weight_bytes)
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
                         precision=args.precision, optimizer=args.optimizer, pinned=args.pinned, data=args.data,
                         sync=args.sync, channels_last=args.channels_last, reserve_bytes=args.reserve_bytes,
                         plot=args.plot, html=args.html, force=args.force, fp32_math=args.fp32_math,
-                        attention=args.attention)
+                        attention=args.attention, gelu_new=args.gelu_new)
     out = advice.to_dict()
     if args.gpus is not None:
         out["data_parallel"] = data_parallel_advice(args, out["recommended"]["batch_size"],

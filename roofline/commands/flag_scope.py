@@ -17,7 +17,7 @@ import argparse
 from roofline.errors import RooflineError
 
 STEP_ONLY = ("train", "optimizer", "pinned", "data", "sync", "channels_last", "reserve_bytes", "fp32_math",
-             "attention", "input_size", "input_shape", "num_classes", "seq_len", "in_model", "html")
+             "attention", "gelu_new", "input_size", "input_shape", "num_classes", "seq_len", "in_model", "html")
 """Read when a model's step is priced: the training loop, the input's placement, the layout and arithmetic."""
 SERVING_ONLY = ("prompt_len", "output_len", "kv_precision", "group_size", "lm_head", "static_cache",
                 "decode_attention", "expert_precision", "runtime", "serve", "tpot_ms", "ttft_ms")

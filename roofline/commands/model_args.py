@@ -67,8 +67,8 @@ def add_step_args(parser: argparse.ArgumentParser) -> None:
 
 
 def add_step_options(parser: argparse.ArgumentParser) -> None:
-    """How the user's step runs (optimizer, input copies, syncs, layout, reserved memory, fp32 math, attention):
-    the `StepOptions` that `predict` and `advise` both take."""
+    """How the user's step runs (optimizer, input copies, syncs, layout, reserved memory, fp32 math, attention,
+    GELU): the `StepOptions` that `predict` and `advise` both take."""
     parser.add_argument("--optimizer", default="sgd", choices=["sgd", "momentum", "adam"],
                         help="optimizer for --train (default sgd)")
     parser.add_argument("--data", type=text, metavar="|".join(DATA_PLACEMENTS),
@@ -89,6 +89,9 @@ def add_step_options(parser: argparse.ArgumentParser) -> None:
                         help=FP32_MATH_HELP)
     parser.add_argument("--attention", default="fused", choices=["fused", "eager"],
                         help=ATTENTION_HELP)
+    parser.add_argument("--gelu-new", action="store_true",
+                        help="price GPT-2's tanh GELU as Hugging Face's gelu_new runs it (eight kernels of a Python "
+                             "formula) instead of one fused kernel (nn.GELU(approximate='tanh'))")
 
 
 def step_placement(args: argparse.Namespace) -> DataPlacement:

@@ -76,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
                          pinned=args.pinned, data=args.data,
                          sync=args.sync, channels_last=args.channels_last, reserve_bytes=args.reserve_bytes,
                          allow_oversize=args.allow_oversize, html=args.html, force=args.force,
-                         fp32_math=args.fp32_math, attention=args.attention, in_model=args.in_model)
+                         fp32_math=args.fp32_math, attention=args.attention, in_model=args.in_model,
+                         gelu_new=args.gelu_new)
     if args.json:
         print_json(result.to_dict())
         return 0
@@ -127,7 +128,8 @@ def run_data_parallel(args: argparse.Namespace) -> int:
     workload = build(job.per_gpu_batch)
     opts = StepOptions(train=True, optimizer=args.optimizer, sync_points=args.sync,
                        channels_last=args.channels_last, reserve_bytes=args.reserve_bytes,
-                       fp32_math=args.fp32_math, attention=args.attention, **step_placement(args).fields())
+                       fp32_math=args.fp32_math, attention=args.attention, gelu_new=args.gelu_new,
+                       **step_placement(args).fields())
     single = predict_step(workload, profile, precision, opts)
     if args.shard == "full":
         out = _sharded_document(args, name, profile, precision, batches[0], workload, single, job)

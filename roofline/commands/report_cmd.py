@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     advice = api.advise(model_request(args), hw=args.hw, gpu=args.gpu, cpu=args.cpu, train=args.train,
                         precision=args.precision, optimizer=args.optimizer, pinned=args.pinned, data=args.data,
                         sync=args.sync, channels_last=args.channels_last, reserve_bytes=args.reserve_bytes,
-                        fp32_math=args.fp32_math, attention=args.attention, html=args.out, force=args.force)
+                        fp32_math=args.fp32_math, attention=args.attention, gelu_new=args.gelu_new,
+                        html=args.out, force=args.force)
     if args.json:
         print_json(advice.to_dict())
         return 0

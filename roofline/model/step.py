@@ -30,6 +30,7 @@ from roofline.model.step_plan import StepPlan, plan_for
 from roofline.workload.ops.attention import ATTENTION_PATHS, with_eager_attention
 from roofline.workload.ops.base import Op, Workload
 from roofline.workload.ops.conv import Conv2d
+from roofline.workload.ops.gelu_new import with_gelu_new
 from roofline.workload.precision import PRECISIONS, Precision
 
 OPTIMIZER_TRAFFIC = {
@@ -118,6 +119,9 @@ class StepOptions:
     attention: str = "fused"
     """How self-attention runs (`ATTENTION_PATHS`): one fused kernel (scaled_dot_product_attention), or the
     eager kernels of an implementation that writes the scores out (`with_eager_attention`)."""
+    gelu_new: bool = False
+    """The tanh-approximated GELU as Hugging Face's `gelu_new` computes it, eight kernels of a Python formula
+    (`roofline.workload.ops.gelu_new`), instead of one fused kernel (nn.GELU(approximate='tanh'))."""
     zero_grad_to_none: bool = True
     """`optimizer.zero_grad()` drops the gradients (set_to_none, the default from PyTorch 2.0 on: pytorch#92731);
     False: it zeroes each gradient with a kernel of its own (`p.grad.zero_()`, the default before 2.0), one
@@ -268,21 +272,35 @@ def _bulk_cost(name: str, flops: float, read_b: float, written_b: float, launche
                   memory_s, host_s, device_s, bound, "vector", (), launches, c.is_gpu)
 
 
+def as_run(workload: Workload, options: StepOptions) -> Workload:
+    """`workload` with the kernels its implementation launches where the options name one that does not run
+    the zoo's fused kernels: eager attention's scores, gelu_new's formula."""
+    if options.attention not in ATTENTION_PATHS:
+        raise RooflineError(f"attention '{options.attention}': expected one of {', '.join(ATTENTION_PATHS)}")
+    if options.attention == "eager":
+        workload = with_eager_attention(workload)
+    if options.gelu_new:
+        workload = with_gelu_new(workload)
+    return workload
+
+
 def step_memory(workload: Workload, is_gpu: bool, precision: Precision, options: StepOptions) -> MemoryBreakdown:
     """What one step holds on the device: the part of a prediction a memory-fit search needs, without the time
     (on a CPU the time replays the step's heap requests, tens of milliseconds for a training step)."""
+    return _memory(as_run(workload, options), is_gpu, precision, options)
+
+
+def _memory(run: Workload, is_gpu: bool, precision: Precision, options: StepOptions) -> MemoryBreakdown:
+    """`step_memory` of a workload already `as_run`."""
     reserve = options.reserve_bytes if options.reserve_bytes is not None else default_reserve_bytes(is_gpu)
-    return memory_breakdown(workload, precision, options.train, options.optimizer, reserve)
+    return memory_breakdown(run, precision, options.train, options.optimizer, reserve)
 
 
 def predict_step(workload: Workload, profile: Profile, precision: Precision,
                  options: StepOptions | None = None) -> StepPrediction:
     """Predict the time and memory of one step of `workload` on `profile` at `precision`."""
     opts = options or StepOptions()
-    if opts.attention not in ATTENTION_PATHS:
-        raise RooflineError(f"attention '{opts.attention}': expected one of {', '.join(ATTENTION_PATHS)}")
-    if opts.attention == "eager":
-        workload = with_eager_attention(workload)
+    workload = as_run(workload, opts)
     c = ceilings_for(profile, precision, opts.runtime)
     params = float(workload.params())
     amp = precision.master_weight_bytes > precision.storage_bytes
@@ -381,7 +399,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
         step = max(step, transfer_s)
     else:
         step = host_s + device_s + sync_s
-    memory = step_memory(workload, c.is_gpu, precision, opts)
+    memory = _memory(workload, c.is_gpu, precision, opts)
     return StepPrediction(workload.name, profile.name, int(workload.batch), precision.name, opts.train, step,
                           host_s, device_s, transfer_s, sync_s, optimizer_s, amp_cast_s, memory,
                           profile.memory.capacity_bytes.value, costs, c)

@@ -287,6 +287,8 @@ def _activation(call: Call, name: str) -> list[Op] | None:
         if (call.arg(1, "min_val", -1.0), call.arg(2, "max_val", 1.0)) != (0.0, 6.0):
             return None
         return [ir.Activation(name, numel=x.numel, fn="relu6")]
+    if op == "gelu" and call.arg(1, "approximate", "none") == "tanh":
+        return [ir.Activation(name, numel=x.numel, fn="gelu_tanh")]
     return [ir.Activation(name, numel=x.numel, fn=_ACTIVATIONS[op])]
 
 

@@ -18,11 +18,22 @@ ACTIVATION_FLOPS = {
     "tanh": 1,          # one transcendental
     "silu": 5,          # x * sigmoid(x)
     "gelu": 8,          # 0.5 x (1 + erf(x / sqrt 2)): scale, erf, add, two multiplies, and erf's own polynomial
+    "gelu_tanh": 9,     # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): x^3 (2), 4 multiplies, 2 adds, tanh
+    "cube": 2,          # torch.pow(x, 3): x * x * x
 }
 """Forward FLOPs per element of each activation; backward costs about as many (the derivative reuses them)."""
 
 OUTPUT_SAVING = frozenset({"relu", "sigmoid", "tanh"})
 """Activations whose derivative is a function of the output, so autograd saves the output, not the input."""
+
+SAME_KERNEL = {"gelu_tanh": "gelu"}
+"""Activations PyTorch runs with another's kernel, whose measured streaming rate they share: GELU's tanh
+approximation is a mode of the same kernel (aten gelu(approximate='tanh'), GeluCUDAKernelImpl)."""
+
+BACKWARD_KERNELS = {"cube": (4, 3, 3)}
+"""(elements read, elements written, kernels) per element of an activation's backward where it is not one
+kernel reading dY and the saved tensor and writing dX: torch.pow(x, 3)'s gradient is pow_backward's
+`grad * (3 * x.pow(2))` (PyTorch's derivatives.yaml, pow.Tensor_Scalar), x.pow(2), times 3, times dY."""
 
 ARITHMETIC = ("add", "sub", "mul", "div", "copy")
 
@@ -50,7 +61,7 @@ class Activation(Op):
 
     @property
     def kernel(self) -> str:
-        return f"activation:{self.fn}"
+        return f"activation:{SAME_KERNEL.get(self.fn, self.fn)}"
 
     def flops(self, pass_: str) -> Num:
         return ACTIVATION_FLOPS[self.fn] * self.numel if pass_ != "backward_weight" else 0
@@ -59,8 +70,14 @@ class Activation(Op):
         if pass_ == "forward":
             return Traffic(activations_read=self.numel, activations_written=self.numel)
         if pass_ == "backward_input":
-            return Traffic(activations_read=2 * self.numel, activations_written=self.numel)
+            read, written, _ = BACKWARD_KERNELS.get(self.fn, (2, 1, 1))
+            return Traffic(activations_read=read * self.numel, activations_written=written * self.numel)
         return Traffic()
+
+    def launches(self, pass_: str) -> int:
+        if pass_ == "backward_input" and self.fn in BACKWARD_KERNELS:
+            return BACKWARD_KERNELS[self.fn][2]
+        return super().launches(pass_)
 
     def saved_elements(self) -> Num:
         return self.numel

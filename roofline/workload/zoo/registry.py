@@ -103,12 +103,45 @@ MODELS: tuple[ModelSpec, ...] = (
                                   source="https://arxiv.org/abs/1810.04805",
                                   note="the paper's '110M' is rounded up: BertModel with pooler holds 109,482,240"),
               build=lambda g, n: transformer.build_bert(g), module=("transformer", "BertModel", {})),
+    ModelSpec(name="bert-large", aliases=("bert-large-uncased", "bert_large"), family="text",
+              description="BERT-large encoder (Hugging Face BertModel with pooler): 24 layers, 1024 hidden, 16 heads",
+              seq_len=128, max_seq_len=transformer.BERT_LARGE.positions, vocab_size=transformer.BERT_LARGE.vocab,
+              reference=Reference(params=340e6, params_step=10e6, macs=None, macs_step=None,
+                                  source="https://arxiv.org/abs/1810.04805",
+                                  note="the paper's '340M' is rounded to tens of millions: BertModel with pooler "
+                                       "holds 335,141,888"),
+              build=lambda g, n: transformer.build_bert(g, transformer.BERT_LARGE),
+              module=("transformer", "BertModel", {"cfg": transformer.BERT_LARGE})),
+    ModelSpec(name="bert-large-pretraining", aliases=("bert-large-mlm", "bertforpretraining"), family="text",
+              description="BERT-large with its pre-training heads (Hugging Face BertForPreTraining): masked-language-"
+                          "model head over every position (tied to the word embedding) and next-sentence head; "
+                          "training adds the masked-language-model cross-entropy",
+              seq_len=128, max_seq_len=transformer.BERT_LARGE.positions, vocab_size=transformer.BERT_LARGE.vocab,
+              reference=Reference(params=340e6, params_step=10e6, macs=None, macs_step=None,
+                                  source="https://arxiv.org/abs/1810.04805",
+                                  note="the paper's '340M' is rounded to tens of millions: BertForPreTraining holds "
+                                       "336,226,108"),
+              build=lambda g, n: transformer.build_bert_pretraining(g, transformer.BERT_LARGE),
+              module=("transformer", "BertForPreTraining", {"cfg": transformer.BERT_LARGE})),
     ModelSpec(name="gpt2", aliases=("gpt-2", "gpt2-small"), family="text",
               description="GPT-2 small (Hugging Face GPT2LMHeadModel, tied lm_head): 12 layers, 768 hidden, causal",
               seq_len=128, max_seq_len=transformer.GPT2.positions, vocab_size=transformer.GPT2.vocab,
               reference=Reference(params=124e6, params_step=1e6, macs=None, macs_step=None,
                                   source="https://huggingface.co/openai-community/gpt2"),
               build=lambda g, n: transformer.build_gpt2(g), module=("transformer", "GPT2LMHeadModel", {})),
+    *(ModelSpec(name=name, aliases=(name.replace("gpt2", "gpt-2"),), family="text",
+                description=f"GPT-2 {size} (Hugging Face GPT2LMHeadModel, tied lm_head): {cfg.layers} layers, "
+                            f"{cfg.hidden} hidden, causal",
+                seq_len=128, max_seq_len=cfg.positions, vocab_size=cfg.vocab,
+                reference=Reference(params=params, params_step=step, macs=None, macs_step=None,
+                                    source=f"https://huggingface.co/openai-community/{name}", note=note),
+                build=lambda g, n, cfg=cfg: transformer.build_gpt2(g, cfg),
+                module=("transformer", "GPT2LMHeadModel", {"cfg": cfg}))
+      for name, size, cfg, params, step, note in (
+          ("gpt2-medium", "medium", transformer.GPT2_MEDIUM, 355e6, 1e6, ""),
+          ("gpt2-large", "large", transformer.GPT2_LARGE, 774e6, 1e6, ""),
+          ("gpt2-xl", "XL", transformer.GPT2_XL, 1.5e9, 0.1e9,
+           "the model card's '1.5B' is truncated: GPT2LMHeadModel holds 1,557,611,200"))),
 )
 
 _BY_NAME = {key: spec for spec in MODELS for key in (spec.name, *spec.aliases)}

@@ -1,16 +1,20 @@
-"""BERT-base (Devlin et al. 2018) and GPT-2 small (Radford et al. 2019) as Hugging Face's BertModel and
+"""BERT (Devlin et al. 2018) and GPT-2 (Radford et al. 2019) as Hugging Face's BertModel, BertForPreTraining and
 GPT2LMHeadModel compute them, with attention as one fused scaled_dot_product_attention call.
 
 BERT: post-norm encoder layers (sublayer -> dropout -> add -> LayerNorm), exact GELU, word + token type +
-position embeddings, and the pooler (tanh(dense(first token))) that BertModel includes: 109.48M parameters.
-GPT-2: pre-norm blocks, tanh-approximated GELU, causal attention, final LayerNorm and an lm_head tied to the
-token embedding: 124.44M parameters, the tied matrix counted once; a training step adds the next-token
+position embeddings, and the pooler (tanh(dense(first token))) that BertModel includes: 109.48M parameters in
+BERT-base. BertForPreTraining adds the masked-language-model head over every position (dense, GELU, LayerNorm,
+then a projection to the vocabulary tied to the word embedding, with a bias of its own) and the next-sentence
+head on the pooled vector; a training step adds the masked-language-model cross-entropy over every position.
+GPT-2: pre-norm blocks, tanh-approximated GELU (one fused kernel here; `roofline.workload.ops.gelu_new` prices
+Hugging Face's own formula), causal attention, final LayerNorm and an lm_head tied to the token embedding:
+124.44M parameters in GPT-2 small, the tied matrix counted once; a training step adds the next-token
 cross-entropy over the vocabulary (GPT2LMHeadModel given labels).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from roofline.workload import ops as ir
 from roofline.workload.ops.base import Num
@@ -34,28 +38,69 @@ class Config:
 BERT = Config(layers=12, hidden=768, heads=12, ffn=3072, vocab=30522, positions=512, token_types=2,
               dropout=0.1, ln_eps=1e-12)
 """bert-base-uncased's config.json on the Hugging Face hub."""
+BERT_LARGE = replace(BERT, layers=24, hidden=1024, heads=16, ffn=4096)
+"""bert-large-uncased's config.json on the Hugging Face hub (num_hidden_layers, hidden_size,
+num_attention_heads, intermediate_size; the rest as bert-base-uncased's)."""
 GPT2 = Config(layers=12, hidden=768, heads=12, ffn=3072, vocab=50257, positions=1024, token_types=0,
               dropout=0.1, ln_eps=1e-5)
 """gpt2's config.json on the Hugging Face hub (n_layer, n_embd, n_head, 4 x n_embd, vocab_size, n_positions)."""
+GPT2_MEDIUM = replace(GPT2, layers=24, hidden=1024, heads=16, ffn=4096)
+GPT2_LARGE = replace(GPT2, layers=36, hidden=1280, heads=20, ffn=5120)
+GPT2_XL = replace(GPT2, layers=48, hidden=1600, heads=25, ffn=6400)
+"""gpt2-medium, gpt2-large and gpt2-xl's config.json on the Hugging Face hub (n_layer, n_embd, n_head; the MLP
+is 4 x n_embd wide, vocabulary and positions as gpt2's)."""
 
 
 def build_bert(g: Graph, cfg: Config = BERT) -> None:
+    """BertModel: the encoder, then the pooler."""
+    _bert_encoder(g, cfg)
+    _pooler(g, cfg)
+
+
+def build_bert_pretraining(g: Graph, cfg: Config = BERT_LARGE) -> None:
+    """BertForPreTraining: BertModel, the masked-language-model head over every position of the encoder's output
+    and the next-sentence head over the pooled vector, then the masked-language-model loss."""
+    batch, seq = g.batch, g.shape[0]
+    encoded = _bert_encoder(g, cfg, root="bert.")
+    _pooler(g, cfg, root="bert.")
+    pooled, g.current, g.shape = g.current, encoded, (seq, cfg.hidden)
+    g.linear("cls.predictions.transform.dense", cfg.hidden)
+    g.act("cls.predictions.transform.transform_act_fn", "gelu")
+    g.layer_norm("cls.predictions.transform.LayerNorm")
+    g.add(ir.Linear(g.name("cls.predictions.decoder"), batch=batch, in_features=cfg.hidden, out_features=cfg.vocab,
+                    bias=True, tokens=seq, tied=True), (seq, cfg.vocab))
+    scores = g.current
+    g.current, g.shape = pooled, (cfg.hidden,)
+    g.linear("cls.seq_relationship", 2)
+    g.current, g.shape = scores, (seq, cfg.vocab)
+    g.add(ir.CrossEntropy(g.name("loss"), rows=batch * seq, classes=cfg.vocab), (1,))
+
+
+def _pooler(g: Graph, cfg: Config, root: str = "") -> None:
+    g.view(f"{root}pooler.reshape", (cfg.hidden,))
+    g.linear(f"{root}pooler.dense", cfg.hidden)
+    g.act(f"{root}pooler.activation", "tanh")
+
+
+def _bert_encoder(g: Graph, cfg: Config, root: str = "") -> str:
+    """Embeddings and encoder layers, their modules under `root` ('bert.' inside BertForPreTraining); returns
+    the name of the op that wrote the sequence output."""
     batch, seq = g.batch, g.shape[0]
     # position ids and (all-zero) token type ids are slices of buffers, the latter expanded over the batch
-    g.view("embeddings.reshape", (seq,), reads=())
-    _embedding(g, "embeddings.word_embeddings", cfg.vocab, cfg.hidden, batch * seq)
+    g.view(f"{root}embeddings.reshape", (seq,), reads=())
+    _embedding(g, f"{root}embeddings.word_embeddings", cfg.vocab, cfg.hidden, batch * seq)
     words = g.current
-    _embedding(g, "embeddings.token_type_embeddings", cfg.token_types, cfg.hidden, batch * seq, reads=())
+    _embedding(g, f"{root}embeddings.token_type_embeddings", cfg.token_types, cfg.hidden, batch * seq, reads=())
     g.current, token_types = words, g.current
-    g.elementwise("embeddings.add", other=token_types)
+    g.elementwise(f"{root}embeddings.add", other=token_types)
     summed = g.current
-    _embedding(g, "embeddings.position_embeddings", cfg.positions, cfg.hidden, seq, reads=())
+    _embedding(g, f"{root}embeddings.position_embeddings", cfg.positions, cfg.hidden, seq, reads=())
     g.current, positions = summed, g.current
-    g.elementwise("embeddings.add", other=positions)
-    g.layer_norm("embeddings.LayerNorm")
-    g.dropout("embeddings.dropout", cfg.dropout)
+    g.elementwise(f"{root}embeddings.add", other=positions)
+    g.layer_norm(f"{root}embeddings.LayerNorm")
+    g.dropout(f"{root}embeddings.dropout", cfg.dropout)
     for i in range(cfg.layers):
-        layer = f"encoder.layer.{i}"
+        layer = f"{root}encoder.layer.{i}"
         attention = f"{layer}.attention"
         layer_input, qkv = g.current, []
         for proj in ("query", "key", "value"):
@@ -68,9 +113,7 @@ def build_bert(g: Graph, cfg: Config = BERT) -> None:
         g.linear(f"{layer}.intermediate.dense", cfg.ffn)
         g.act(f"{layer}.intermediate.intermediate_act_fn", "gelu")
         _add_norm(g, f"{layer}.output", cfg, cfg.hidden, attended)
-    g.view("pooler.reshape", (cfg.hidden,))
-    g.linear("pooler.dense", cfg.hidden)
-    g.act("pooler.activation", "tanh")
+    return g.current
 
 
 def build_gpt2(g: Graph, cfg: Config = GPT2) -> None:
@@ -96,7 +139,7 @@ def build_gpt2(g: Graph, cfg: Config = GPT2) -> None:
         attended = g.current
         g.layer_norm(f"{block}.ln_2")
         g.linear(f"{block}.mlp.c_fc", cfg.ffn)
-        g.act(f"{block}.mlp.act", "gelu")
+        g.act(f"{block}.mlp.act", "gelu_tanh")
         g.linear(f"{block}.mlp.c_proj", cfg.hidden)
         g.dropout(f"{block}.mlp.dropout", cfg.dropout)
         g.current, feed_forward = attended, g.current

@@ -1,5 +1,5 @@
-"""BERT-base (Hugging Face BertModel, pooler included) and GPT-2 small (GPT2LMHeadModel, lm_head tied to the
-token embedding), with Hugging Face's module names and shapes, attention through
+"""BERT (Hugging Face BertModel, pooler included, and BertForPreTraining) and GPT-2 (GPT2LMHeadModel, lm_head
+tied to the token embedding), with Hugging Face's module names and shapes, attention through
 F.scaled_dot_product_attention (GPT-2 with is_causal=True), so that flash kernels run where torch has them.
 GPT-2's Conv1D layers are nn.Linear here: the same product with the weight stored transposed."""
 
@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from roofline.workload.zoo.transformer import BERT, GPT2, Config
+from roofline.workload.zoo.transformer import BERT, BERT_LARGE, GPT2, Config
 
 
 class SelfAttention(nn.Module):
@@ -140,6 +140,53 @@ class BertModel(nn.Module):
     def forward(self, ids: Tensor) -> tuple[Tensor, Tensor]:
         x = self.encoder(self.embeddings(ids))
         return x, self.pooler(x)
+
+
+class BertPredictionHeadTransform(nn.Module):
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.dense = nn.Linear(cfg.hidden, cfg.hidden)
+        self.transform_act_fn = nn.GELU()
+        self.LayerNorm = nn.LayerNorm(cfg.hidden, eps=cfg.ln_eps)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.LayerNorm(self.transform_act_fn(self.dense(x)))
+
+
+class BertLMPredictionHead(nn.Module):
+    """The masked-language-model head: transform, then the vocabulary projection (its weight tied to the word
+    embedding by BertForPreTraining, its bias its own)."""
+
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.transform = BertPredictionHeadTransform(cfg)
+        self.decoder = nn.Linear(cfg.hidden, cfg.vocab)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.decoder(self.transform(x))
+
+
+class BertPreTrainingHeads(nn.Module):
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.predictions = BertLMPredictionHead(cfg)
+        self.seq_relationship = nn.Linear(cfg.hidden, 2)
+
+    def forward(self, sequence: Tensor, pooled: Tensor) -> tuple[Tensor, Tensor]:
+        return self.predictions(sequence), self.seq_relationship(pooled)
+
+
+class BertForPreTraining(nn.Module):
+    """Returns (prediction scores (B, S, vocab), next-sentence scores (B, 2)) as BertForPreTraining does."""
+
+    def __init__(self, cfg: Config = BERT_LARGE) -> None:
+        super().__init__()
+        self.bert = BertModel(cfg)
+        self.cls = BertPreTrainingHeads(cfg)
+        self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
+
+    def forward(self, ids: Tensor) -> tuple[Tensor, Tensor]:
+        return self.cls(*self.bert(ids))
 
 
 class GPT2Attention(SelfAttention):
