@@ -29,6 +29,11 @@ DATASHEET: dict[str, tuple[float, float | None, float | None, float]] = {
     "gtx-titan-x-maxwell": (7.0 * T, None, None, 336.5 * G),
     # https://images.nvidia.com/content/tesla/pdf/nvidia-tesla-p100-datasheet.pdf (no tensor cores)
     "p100-sxm2-16gb": (10.6 * T, None, None, 732 * G),
+    # the same datasheet's PCIe column: 9.3 TFLOPS fp32 (4.7 fp64, 18.7 fp16 half2), 16 GB HBM2 at 732 GB/s, 250 W
+    "p100-pcie-16gb": (9.3 * T, None, None, 732 * G),
+    # https://images.nvidia.com/content/pdf/tesla/184457-Tesla-P4-Datasheet-NV-Final-Letter-Web.pdf: 5.5 TFLOPS fp32
+    # (22 TOPS int8 through dp4a), 8 GB GDDR5 at 192 GB/s, 50/75 W; Pascal GP104, no tensor cores
+    "tesla-p4": (5.5 * T, None, None, 192 * G),
     # GTX 1080 Ti: 11.34 TFLOPS fp32 (https://huggingface.co/hardware/gtx-1080-ti); 484 GB/s
     # (https://www.vortez.net/articles_pages/nvidia_gtx_1080_ti_review,2.html); Pascal GP102, no tensor cores
     "gtx-1080-ti": (11.34 * T, None, None, 484 * G),
@@ -76,6 +81,9 @@ DATASHEET: dict[str, tuple[float, float | None, float | None, float]] = {
     # same GA100 and peaks as the SXM4 40 GB (datasheet above); PCIe board at 250 W, 1555 GB/s:
     # https://www.thundercompute.com/blog/nvidia-a100-specs-full-guide
     "a100-pcie-40gb": (19.5 * T, 312 * T, 312 * T, 1555 * G),
+    # the A100 datasheet above, "A100 80GB PCIe" column: 19.5 TFLOPS fp32, fp16/bf16 "312 | 624*": dense 312;
+    # 80 GB HBM2e at 1,935 GB/s, 300 W
+    "a100-pcie-80gb": (19.5 * T, 312 * T, 312 * T, 1935 * G),
     # RTX A6000: 38.71 TFLOPS fp32, 768 GB/s (https://sysrqmts.com/es/gpus/compare/nvidia-rtx-a6000-vs-nvidia-tesla-p40);
     # fp16/bf16 tensor with fp32 accumulate 154.8 dense, 309.7 sparse (https://llmperf.net/categories/gpu/Nvidia-A6000-GPUs)
     "rtx-a6000": (38.71 * T, 154.8 * T, 154.8 * T, 768 * G),
@@ -139,6 +147,9 @@ ALIASES = [
     ("RTX4090", "rtx-4090"), ("H100", "h100-sxm5-80gb"),
     ("B200", "b200"), ("hgx-b200", "b200"), ("rtx5090", "rtx-5090"), ("5090", "rtx-5090"),
     ("h100-nvl", "h100-nvl-94gb"),
+    ("a100-pcie-80gb", "a100-pcie-80gb"), ("a100-80gb-pcie", "a100-pcie-80gb"), ("A100-PCIE-80GB", "a100-pcie-80gb"),
+    ("p100-pcie", "p100-pcie-16gb"), ("p100-pcie-16gb", "p100-pcie-16gb"), ("tesla-p100-pcie", "p100-pcie-16gb"),
+    ("p4", "tesla-p4"), ("tesla-p4", "tesla-p4"), ("P4", "tesla-p4"),
 ]
 
 
@@ -213,10 +224,13 @@ def test_titan_x_gap_is_flagged_and_explained():
 @pytest.mark.parametrize(("alias", "expected"), [
     ("k80", 13 * 0.875e9 * 192 * 2),        # 4.37e12 per GK210 die
     ("p100", 56 * 1.48e9 * 64 * 2),         # 10.6e12
+    ("p100-pcie", 56 * 1.303e9 * 64 * 2),   # 9.34e12 (NVIDIA: 9.3)
+    ("p4", 20 * 1.063e9 * 128 * 2),         # 5.44e12 (NVIDIA: 5.5)
     ("v100", 80 * 1.53e9 * 64 * 2),         # 15.7e12
     ("v100-pcie", 80 * 1.38e9 * 64 * 2),    # 14.1e12
     ("t4", 40 * 1.59e9 * 64 * 2),           # 8.14e12
     ("a100", 108 * 1.41e9 * 64 * 2),        # 19.5e12
+    ("a100-pcie-80gb", 108 * 1.41e9 * 64 * 2),  # 19.5e12
     ("3090", 82 * 1.695e9 * 128 * 2),       # 35.6e12
     ("4090", 128 * 2.52e9 * 128 * 2),       # 82.6e12
     ("h100", 132 * 1.98e9 * 128 * 2),       # 66.9e12
@@ -230,6 +244,9 @@ def test_fp32_vector_peak_is_the_closed_form(alias, expected):
     ("v100", 4096, 1.752e9),    # 897 GB/s (NVIDIA: 900)
     ("t4", 256, 10e9),          # 320 GB/s
     ("a100-40gb", 5120, 2.43e9),  # 1555 GB/s
+    ("a100-pcie-80gb", 5120, 3.024e9),  # 1935 GB/s
+    ("p100-pcie", 4096, 1.43e9),  # 732 GB/s
+    ("p4", 256, 6.008e9),       # 192 GB/s
     ("3090", 384, 19.5e9),      # 936 GB/s
     ("4090", 384, 21e9),        # 1008 GB/s
 ])
@@ -352,9 +369,9 @@ def test_a_calibration_of_this_gpu_outranks_the_published_measurements():
 
 
 # stem: {dtype: torch.mm FLOP/s at 8192^3, or the best size where the source gives no sizes}, typed in from
-# zzc0721/torch-performance-test-data (issues 140, 108, 95, 42, 46, 78 and database.md at 9d82827): power-limited
-# boards fall furthest below the datasheet (H100 PCIe fp16 at 58% of 756, T4 at 65%), and GA102/AD102 CUDA cores
-# below their doubled fp32 peak (3090 at 70%, 4090 at 65%)
+# zzc0721/torch-performance-test-data (issues 140, 108, 95, 42, 46, 78, 9 and database.md at 9d82827): power-limited
+# boards fall furthest below the datasheet (H100 PCIe fp16 at 58% of 756, T4 at 65%, Tesla P4 at 73%), and
+# GA102/AD102 CUDA cores below their doubled fp32 peak (3090 at 70%, 4090 at 65%)
 PUBLISHED_GEMM = {
     "v100-sxm2-16gb": {"fp32": 14.38 * T, "fp16": 97.36 * T},
     "v100-sxm2-32gb": {"fp32": 14.38 * T, "fp16": 97.36 * T},
@@ -371,6 +388,12 @@ PUBLISHED_GEMM = {
     # the GTX 1080 Ti's fp16 torch.mm (8.09e12) runs at about its fp32 rate, far above GP102's 1/64-rate fp16
     # units (cuBLAS computes its fp16 products in fp32), so it is outside the peak bounds checked below
     "gtx-1080-ti": {"fp32": 9.24 * T},
+    # P100 PCIe: database.md line 67, 8.63 (issue 174 gives the same at 8192^3); its fp16 (7.72 at 8192^3, issue 174)
+    # is the fp32 lanes' rate too, 41% of the 18.7 half2 peak: checked below, not against the peak
+    "p100-pcie-16gb": {"fp32": 8.63 * T},
+    # Tesla P4 at stock clocks (issue 9), 8192^3: 4.01 (database.md line 25's 4.96 is the same issue's overclocked run);
+    # its fp16 (3.47) is outside the peak bounds like the GTX 1080 Ti's
+    "tesla-p4": {"fp32": 4.01 * T},
     "rtx-3080": {"fp32": 20.97 * T, "tf32": 32.03 * T, "fp16": 64.10 * T, "bf16": 64.68 * T},
     "rtx-5090": {"fp32": 65.92 * T, "fp16": 229.52 * T, "bf16": 238.04 * T},
     "b200": {"fp32": 66.24 * T, "fp16": 1627.64 * T, "bf16": 1696.03 * T},
@@ -396,6 +419,34 @@ def test_published_gemm_rates_price_the_products(stem):
         # RTX 5090 bf16: 238.04 of 209.5, 1.136x)
         peak = profile.tensor_cores[dtype].dense_flops_per_s.value if tensor else profile.peak_flops_per_s[dtype].value
         assert 0.5 < rate / peak < 1.2
+
+
+# stem: (torch.mm fp16 FLOP/s, torch.mm fp32 FLOP/s), both at 8192^3, on Pascal boards without tensor cores (issues 60,
+# 174 and 9; the P100 PCIe's fp32 from database.md line 67, which issue 174 matches): cuBLAS computes PyTorch's half
+# products in float on the fp32 lanes, so they run just below the fp32 rate whatever the half units do (GP100's half2
+# at twice fp32, GP102's and GP104's at 1/64)
+PASCAL_HALF_GEMM = {
+    "gtx-1080-ti": (8.09 * T, 9.24 * T),
+    "p100-pcie-16gb": (7.72 * T, 8.63 * T),
+    "tesla-p4": (3.47 * T, 4.01 * T),
+}
+
+
+@pytest.mark.parametrize("stem", sorted(PASCAL_HALF_GEMM))
+def test_pascal_half_products_are_priced_at_their_measured_fp32_lane_rate(stem):
+    from roofline.model.ceilings import ceilings_for
+    from roofline.workload.precision import get_precision
+
+    profile = SHIPPED[stem]
+    fp16, fp32 = PASCAL_HALF_GEMM[stem]
+    assert not profile.tensor_cores
+    figure = profile.sustained_flops_per_s["fp16"]
+    assert figure.value == pytest.approx(fp16) and profile.sustained_flops_per_s["fp32"].value == pytest.approx(fp32)
+    assert figure.source.startswith("measured: ") and "https://" in figure.source
+    assert 0.8 < fp16 / fp32 < 1.0
+    c = ceilings_for(profile, get_precision("fp16"), runtime=None)
+    assert c.vector_flops_per_s == pytest.approx(fp16)
+    assert c.provenance["vector_flops_per_s"] == "published measurement"
 
 
 @pytest.mark.parametrize(("stem", "sibling", "expected"), [
