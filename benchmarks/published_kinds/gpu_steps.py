@@ -82,6 +82,8 @@ class GpuStepRow(BaseModel):
     statistics, dropout on (`roofline.model.step.StepOptions.forward_only`)."""
     attention: Literal["fused", "eager"] = "fused"
     """How the model's self-attention runs (`roofline.model.step.StepOptions.attention`)."""
+    gelu_new: bool = False
+    """GPT-2's tanh GELU as Hugging Face's gelu_new formula runs it (`roofline.model.step.StepOptions.gelu_new`)."""
     amp_engine: Literal["autocast", "apex-o2"] = "autocast"
     """How an `amp` row's mixed precision ran: torch.autocast or apex's O1 (per-op casts to the op lists' dtypes),
     or apex's O2 (the model itself in fp16, fp32 master weights in the optimizer:
@@ -150,7 +152,8 @@ def _predict(row: GpuStepRow) -> tuple[float, Any, str, str]:
                        **get_placement(DATA_PLACEMENT[row.data]).fields(),
                        zero_grad_to_none=row.zero_grad_to_none,
                        channels_last=row.channels_last, sync_points=SYNC_POINTS_PER_STEP, fp32_math=row.fp32_math,
-                       attention=row.attention, norm_reads=row.norm_reads, autocast=row.amp_engine == "autocast",
+                       attention=row.attention, gelu_new=row.gelu_new, norm_reads=row.norm_reads,
+                       autocast=row.amp_engine == "autocast",
                        forward_only=row.module_training)
     pred = predict_step(workload, profile, get_precision(row.precision), opts)
     step_s = pred.step_time_s - (pred.optimizer_s if row.optimizer == "none" else 0.0)
