@@ -397,6 +397,8 @@ PUBLISHED_GEMM = {
     "rtx-3080": {"fp32": 20.97 * T, "tf32": 32.03 * T, "fp16": 64.10 * T, "bf16": 64.68 * T},
     "rtx-5090": {"fp32": 65.92 * T, "fp16": 229.52 * T, "bf16": 238.04 * T},
     "b200": {"fp32": 66.24 * T, "fp16": 1627.64 * T, "bf16": 1696.03 * T},
+    # L4 (issue 120), 8192^3: a 72 W card, the furthest below its datasheet (fp32 at 35% of 30.3)
+    "l4": {"fp32": 10.66 * T, "tf32": 25.69 * T, "fp16": 53.80 * T, "bf16": 59.40 * T},
 }
 
 
@@ -414,11 +416,11 @@ def test_published_gemm_rates_price_the_products(stem):
         c = ceilings_for(profile, get_precision(dtype), runtime=None)
         applied = c.matrix_flops_per_s if tensor else c.vector_flops_per_s
         assert applied == pytest.approx(rate)
-        # a large product reaches at least half the datasheet's peak and not much more: the peak is quoted at the
-        # rated boost clock, which GeForce boards exceed under GPU Boost (RTX 3090: 75.64 of 71.0 rated, 1.065x;
-        # RTX 5090 bf16: 238.04 of 209.5, 1.136x)
+        # a large product reaches a third of the datasheet's peak or more (the 72 W L4 the least: fp32 at 0.35, the
+        # others above 0.5) and not much more: the peak is quoted at the rated boost clock, which GeForce boards
+        # exceed under GPU Boost (RTX 3090: 75.64 of 71.0 rated, 1.065x; RTX 5090 bf16: 238.04 of 209.5, 1.136x)
         peak = profile.tensor_cores[dtype].dense_flops_per_s.value if tensor else profile.peak_flops_per_s[dtype].value
-        assert 0.5 < rate / peak < 1.2
+        assert (0.33 if stem == "l4" else 0.5) < rate / peak < 1.2
 
 
 # stem: (torch.mm fp16 FLOP/s, torch.mm fp32 FLOP/s), both at 8192^3, on Pascal boards without tensor cores (issues 60,
