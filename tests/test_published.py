@@ -182,3 +182,23 @@ def test_summary_statistics_on_hand_made_errors():
     # held-out median 0.50 against fitted median 0.10: 5x, over the 1.3x target
     ratio = next(t for t in published.check_targets(parts, []) if t["unit"] == "ratio")
     assert ratio["value"] == pytest.approx(5.0) and not ratio["met"]
+
+
+def test_other_predictors_are_compared_on_the_same_rows():
+    def row(row_id: str, gpu: str, ours: float, others: dict[str, float]) -> Comparison:
+        # published 1.0 s: a predictor's |error| is |prediction - 1|
+        return Comparison(row_id=row_id, source_id="s", holdout=True, published=1.0, predicted=1.0 + ours,
+                          groups={"gpu": gpu}, settings="", extra={"other_predictions": others})
+
+    rows = [row("a", "g1", 0.10, {"x": 1.50, "y": 0.80}), row("b", "g1", -0.20, {"x": 1.10}),
+            row("c", "g2", 0.05, {"x": 0.70, "y": 1.40}),
+            Comparison(row_id="d", source_id="t", holdout=False, published=1.0, predicted=3.0, groups={"gpu": "g1"},
+                       settings="", extra={"other_predictions": {}})]
+    table = gpu_steps.against_other_predictors(rows)
+    # ours over a, b, c: |0.10|, |-0.20|, |0.05| -> median 10%, worst 20% (row d has no other prediction: left out);
+    # x: 0.50, 0.10, 0.30 -> 30% / 50%; y on a and c only: 0.20, 0.40 -> 30% / 40%
+    assert "| all | 3 | 10.0% / 20% | 30.0% / 50% | 30.0% / 40% |" in table
+    # per GPU: g1 holds a and b (y only on a), g2 holds c
+    assert "| g1 | 2 | 15.0% / 20% | 30.0% / 50% | 20.0% / 20% |" in table
+    assert "| g2 | 1 | 5.0% / 5% | 30.0% / 30% | 40.0% / 40% |" in table
+    assert gpu_steps.against_other_predictors(rows[3:]) == []

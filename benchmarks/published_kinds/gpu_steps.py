@@ -18,6 +18,7 @@ The time metric is the time of one step: `step_time_s` where the source prints i
 
 from __future__ import annotations
 
+import statistics
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -90,6 +91,9 @@ class GpuStepRow(BaseModel):
     `roofline.model.step.StepOptions.autocast`)."""
     samples_per_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     step_time_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    other_predictions: dict[str, float] = {}
+    """Other predictors' published predictions of the row's step time, seconds, by predictor: compared beside
+    ours (`extra_sections`), never used by the prediction."""
     notes: str | None = None
 
     @model_validator(mode="after")
@@ -187,7 +191,8 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
                     "source": block.id, "family": family, "generation": generation},
             extra={"memory_bytes": pred.memory.total, "capacity_bytes": pred.capacity_bytes, "fits": pred.fits,
                    "published_samples_per_s": row.batch / row.published_step_s,
-                   "predicted_samples_per_s": row.batch / predicted}))
+                   "predicted_samples_per_s": row.batch / predicted,
+                   "other_predictions": dict(row.other_predictions)}))
     return comparisons
 
 
@@ -205,6 +210,40 @@ later by default, and "fp16" training in these sources keeps fp32 master weights
 
 
 def extra_sections(dataset: dict[str, Any], comparisons: list[Comparison]) -> list[str]:
+    return against_other_predictors(comparisons) + disagreements(comparisons)
+
+
+def against_other_predictors(comparisons: list[Comparison]) -> list[str]:
+    """Our |error| beside other predictors' published ones, over the rows whose source also published their
+    predictions, overall and per GPU: the same rows, the same measured figures."""
+    rows = [c for c in comparisons if c.extra["other_predictions"]]
+    if not rows:
+        return []
+    names = sorted({name for c in rows for name in c.extra["other_predictions"]})
+
+    def cells(members: list[Comparison]) -> str:
+        out = []
+        for name in ("roofline (this tool)", *names):
+            errors = [abs(c.error if name == "roofline (this tool)" else c.extra["other_predictions"][name]
+                          / c.published - 1) for c in members
+                      if name == "roofline (this tool)" or name in c.extra["other_predictions"]]
+            out.append(f"{100 * statistics.median(errors):.1f}% / {100 * max(errors):.0f}%" if errors else "-")
+        return " | ".join(out)
+
+    lines = ["", "## Against other predictors", "",
+             "Median / worst |error| of the step time on the rows whose source published other predictors' "
+             "predictions of the same runs (`other_predictions`; the source block says where they were read). "
+             "Ours is the shipped profiles without calibration, as everywhere in this report.", "",
+             f"| rows | n | {' | '.join(('roofline (this tool)', *names))} |",
+             f"|---|---:|{'---:|' * (len(names) + 1)}",
+             f"| all | {len(rows)} | {cells(rows)} |"]
+    for gpu in sorted({c.groups['gpu'] for c in rows}):
+        members = [c for c in rows if c.groups["gpu"] == gpu]
+        lines.append(f"| {gpu} | {len(members)} | {cells(members)} |")
+    return lines
+
+
+def disagreements(comparisons: list[Comparison]) -> list[str]:
     """Where the record disagrees with itself: the same model, GPU, mode and precision class measured by more
     than one source, side by side, with the spread of their published throughput."""
     by_key: dict[tuple[str, ...], list[Comparison]] = {}
