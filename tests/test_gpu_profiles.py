@@ -391,6 +391,8 @@ PUBLISHED_GEMM = {
     # P100 PCIe: database.md line 67, 8.63 (issue 174 gives the same at 8192^3); its fp16 (7.72 at 8192^3, issue 174)
     # is the fp32 lanes' rate too, 41% of the 18.7 half2 peak: checked below, not against the peak
     "p100-pcie-16gb": {"fp32": 8.63 * T},
+    # P100 SXM2 (issue 180), 8192^3: 9.50; its fp16 (7.29) is the fp32 lanes' rate like the PCIe board's
+    "p100-sxm2-16gb": {"fp32": 9.50 * T},
     # Tesla P4 at stock clocks (issue 9), 8192^3: 4.01 (database.md line 25's 4.96 is the same issue's overclocked run);
     # its fp16 (3.47) is outside the peak bounds like the GTX 1080 Ti's
     "tesla-p4": {"fp32": 4.01 * T},
@@ -424,12 +426,13 @@ def test_published_gemm_rates_price_the_products(stem):
 
 
 # stem: (torch.mm fp16 FLOP/s, torch.mm fp32 FLOP/s), both at 8192^3, on Pascal boards without tensor cores (issues 60,
-# 174 and 9; the P100 PCIe's fp32 from database.md line 67, which issue 174 matches): cuBLAS computes PyTorch's half
-# products in float on the fp32 lanes, so they run just below the fp32 rate whatever the half units do (GP100's half2
-# at twice fp32, GP102's and GP104's at 1/64)
+# 174, 180 and 9; the P100 PCIe's fp32 from database.md line 67, which issue 174 matches): cuBLAS computes PyTorch's
+# half products in float on the fp32 lanes, so they run below the fp32 rate (77-93% of it) whatever the half units do
+# (GP100's half2 at twice fp32, GP102's and GP104's at 1/64)
 PASCAL_HALF_GEMM = {
     "gtx-1080-ti": (8.09 * T, 9.24 * T),
     "p100-pcie-16gb": (7.72 * T, 8.63 * T),
+    "p100-sxm2-16gb": (7.29 * T, 9.50 * T),
     "tesla-p4": (3.47 * T, 4.01 * T),
 }
 
@@ -445,7 +448,7 @@ def test_pascal_half_products_are_priced_at_their_measured_fp32_lane_rate(stem):
     figure = profile.sustained_flops_per_s["fp16"]
     assert figure.value == pytest.approx(fp16) and profile.sustained_flops_per_s["fp32"].value == pytest.approx(fp32)
     assert figure.source.startswith("measured: ") and "https://" in figure.source
-    assert 0.8 < fp16 / fp32 < 1.0
+    assert 0.75 < fp16 / fp32 < 1.0
     c = ceilings_for(profile, get_precision("fp16"), runtime=None)
     assert c.vector_flops_per_s == pytest.approx(fp16)
     assert c.provenance["vector_flops_per_s"] == "published measurement"
