@@ -74,6 +74,18 @@ def _vision(name: str, aliases: tuple[str, ...], description: str, reference: Re
                      num_classes=1000, reference=reference, build=build, module=module)
 
 
+def _bert_large(name: str, aliases: tuple[str, ...], description: str, holds: str,
+                build: Callable[[Graph, transformer.Config], None], module_class: str) -> ModelSpec:
+    """A model on BERT-large's encoder (bert-large-uncased's config), against the paper's '340M'."""
+    cfg = transformer.BERT_LARGE
+    return ModelSpec(name=name, aliases=aliases, family="text", description=description, seq_len=128,
+                     max_seq_len=cfg.positions, vocab_size=cfg.vocab,
+                     reference=Reference(params=340e6, params_step=10e6, macs=None, macs_step=None,
+                                         source="https://arxiv.org/abs/1810.04805",
+                                         note=f"the paper's '340M' is rounded to tens of millions: {holds}"),
+                     build=lambda g, n: build(g, cfg), module=("transformer", module_class, {"cfg": cfg}))
+
+
 MODELS: tuple[ModelSpec, ...] = (
     _vision("mobilenetv3-large", ("mobilenetv3", "mobilenet_v3_large", "mobilenetv3_large", "mobilenet-v3-large"),
             "MobileNetV3-Large (torchvision): inverted residuals, squeeze-excitation, hardswish",
@@ -103,26 +115,14 @@ MODELS: tuple[ModelSpec, ...] = (
                                   source="https://arxiv.org/abs/1810.04805",
                                   note="the paper's '110M' is rounded up: BertModel with pooler holds 109,482,240"),
               build=lambda g, n: transformer.build_bert(g), module=("transformer", "BertModel", {})),
-    ModelSpec(name="bert-large", aliases=("bert-large-uncased", "bert_large"), family="text",
-              description="BERT-large encoder (Hugging Face BertModel with pooler): 24 layers, 1024 hidden, 16 heads",
-              seq_len=128, max_seq_len=transformer.BERT_LARGE.positions, vocab_size=transformer.BERT_LARGE.vocab,
-              reference=Reference(params=340e6, params_step=10e6, macs=None, macs_step=None,
-                                  source="https://arxiv.org/abs/1810.04805",
-                                  note="the paper's '340M' is rounded to tens of millions: BertModel with pooler "
-                                       "holds 335,141,888"),
-              build=lambda g, n: transformer.build_bert(g, transformer.BERT_LARGE),
-              module=("transformer", "BertModel", {"cfg": transformer.BERT_LARGE})),
-    ModelSpec(name="bert-large-pretraining", aliases=("bert-large-mlm", "bertforpretraining"), family="text",
-              description="BERT-large with its pre-training heads (Hugging Face BertForPreTraining): masked-language-"
-                          "model head over every position (tied to the word embedding) and next-sentence head; "
-                          "training adds the masked-language-model cross-entropy",
-              seq_len=128, max_seq_len=transformer.BERT_LARGE.positions, vocab_size=transformer.BERT_LARGE.vocab,
-              reference=Reference(params=340e6, params_step=10e6, macs=None, macs_step=None,
-                                  source="https://arxiv.org/abs/1810.04805",
-                                  note="the paper's '340M' is rounded to tens of millions: BertForPreTraining holds "
-                                       "336,226,108"),
-              build=lambda g, n: transformer.build_bert_pretraining(g, transformer.BERT_LARGE),
-              module=("transformer", "BertForPreTraining", {"cfg": transformer.BERT_LARGE})),
+    _bert_large("bert-large", ("bert-large-uncased", "bert_large"),
+                "BERT-large encoder (Hugging Face BertModel with pooler): 24 layers, 1024 hidden, 16 heads",
+                "BertModel with pooler holds 335,141,888", transformer.build_bert, "BertModel"),
+    _bert_large("bert-large-pretraining", ("bert-large-mlm", "bertforpretraining"),
+                "BERT-large with its pre-training heads (Hugging Face BertForPreTraining): masked-language-model head "
+                "over every position (tied to the word embedding) and next-sentence head; training adds the "
+                "masked-language-model cross-entropy",
+                "BertForPreTraining holds 336,226,108", transformer.build_bert_pretraining, "BertForPreTraining"),
     ModelSpec(name="gpt2", aliases=("gpt-2", "gpt2-small"), family="text",
               description="GPT-2 small (Hugging Face GPT2LMHeadModel, tied lm_head): 12 layers, 768 hidden, causal",
               seq_len=128, max_seq_len=transformer.GPT2.positions, vocab_size=transformer.GPT2.vocab,
