@@ -16,6 +16,8 @@ RESNET = ("--model", "resnet50", "--gpu", "v100")
     (("predict", *LLAMA, "--train"), "--train does not apply to serving llama-3-8b"),
     (("predict", *LLAMA, "--data", "device"), "--data does not apply to serving llama-3-8b"),
     (("predict", *LLAMA, "--html", "x.html"), "--html does not apply to serving llama-3-8b"),
+    (("predict", *LLAMA, "--gelu-new"), "--gelu-new does not apply to serving llama-3-8b"),
+    (("predict", *RESNET, "--gelu-new"), "resnet50 has no tanh GELU"),
     (("advise", *LLAMA, "--serve", "--min-efficiency", "0.5"), "--min-efficiency does not apply to serving"),
     (("predict", *RESNET, "--prompt-len", "128"), "--prompt-len applies to serving a decoder language model"),
     (("predict", *RESNET, "--runtime", "graph"), "--runtime applies to serving a decoder language model"),
@@ -48,6 +50,9 @@ def test_flags_on_the_path_that_reads_them_still_answer(capsys):
                   "--precision", "fp8")
     assert tp["gpus"] == 4
     assert run_json(capsys, "predict", "--model", "gpt2", "--gpu", "a100", "--seq-len", "128")["batch_size"] == 1
+    fused, formula = (run_json(capsys, "predict", "--model", "gpt2-large", "--gpu", "a100", "--train", *gelu)
+                      for gelu in ((), ("--gelu-new",)))
+    assert formula["step_time_s"] > fused["step_time_s"]
     assert run_json(capsys, "advise", *LLAMA, "--serve", "--tpot-ms", "50")["recommended"]
     assert run_json(capsys, "analyze", "--model", "llama-3-8b", "--prompt-len", "64")["phases"]
     lesson = run_json(capsys, "explain", "--gpu", "v100", "--scaling", "--model", "resnet50", "--batch", "512")
