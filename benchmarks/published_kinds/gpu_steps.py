@@ -19,6 +19,7 @@ The time metric is the time of one step: `step_time_s` where the source prints i
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -39,6 +40,8 @@ from roofline.model.step import StepOptions, predict_step
 from roofline.workload.precision import get_precision
 from roofline.workload.zoo import build_workload, get_model
 
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository root: a row's `model` may be a config.json path relative to it."""
 RESULT_STEM = "published-gpu"
 TITLE = "Single-GPU steps: predicted vs published"
 METRIC = "time per step"
@@ -63,6 +66,7 @@ class GpuStepRow(BaseModel):
 
     id: str
     model: str
+    """A zoo model, or a GPT-2 config.json's path from the repository root (`roofline.workload.zoo.hf_step`)."""
     gpu: str
     mode: Literal["train", "inference"]
     precision: Literal["fp32", "tf32", "amp", "fp16", "bf16"]
@@ -149,9 +153,10 @@ DATA_PLACEMENT = {"synthetic-device": "device", "loader": "pinned", "loader-page
 
 def _predict(row: GpuStepRow) -> tuple[float, Any, str, str]:
     """(predicted step seconds, the StepPrediction, model family, GPU generation)."""
-    spec = get_model(row.model)
+    model = str(ROOT / row.model) if row.model.endswith(".json") else row.model
+    spec = get_model(model)
     profile = find_profile(row.gpu, kind="gpu")
-    workload = build_workload(row.model, row.batch, input_size=row.input_size, seq_len=row.seq_len)
+    workload = build_workload(model, row.batch, input_size=row.input_size, seq_len=row.seq_len)
     opts = StepOptions(train=row.mode == "train", optimizer=row.optimizer_run,
                        **get_placement(DATA_PLACEMENT[row.data]).fields(),
                        zero_grad_to_none=row.zero_grad_to_none,

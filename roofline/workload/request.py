@@ -47,7 +47,7 @@ def workload_builder(req: ModelRequest) -> tuple[str, Callable[[int], Workload]]
     from roofline.workload.zoo import build_workload, get_model
 
     spec = get_model(req.model)
-    return spec.name, lambda batch: build_workload(spec.name, batch, input_size=req.input_size,
+    return spec.name, lambda batch: build_workload(req.model, batch, input_size=req.input_size,
                                                    num_classes=req.num_classes, seq_len=req.seq_len)
 
 

@@ -77,8 +77,8 @@ def is_llm(model: str) -> bool:
 def serving_requested(model: str | None, prompt_len: int | None, output_len: int | None,
                       serve: bool = False) -> bool:
     """Whether a command should take the language-model path: a decoder built-in or config.json, except that
-    a name the zoo also has (gpt2, as a whole-sequence inference or training step) stays with the zoo unless
-    --serve, --prompt-len or --output-len asks for serving."""
+    a model the zoo also has (gpt2, or a GPT-2 config.json, as a whole-sequence inference or training step)
+    stays with the zoo unless --serve, --prompt-len or --output-len asks for serving."""
     if not model or not is_llm(model):
         return False
     if serve or prompt_len is not None or output_len is not None:

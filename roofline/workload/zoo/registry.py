@@ -6,11 +6,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from roofline.errors import MissingDependency, RooflineError, ShapeError, UnknownName, did_you_mean
 from roofline.workload.ops.base import Num, Workload
-from roofline.workload.zoo import alexnet, mlp, mobilenetv3, resnet, transformer, vgg
+from roofline.workload.zoo import alexnet, hf_step, mlp, mobilenetv3, resnet, transformer, vgg
 from roofline.workload.zoo._graph import Graph
 
 TORCHVISION_DOCS = "https://docs.pytorch.org/vision/stable/models/generated/torchvision.models.{}.html"
@@ -152,12 +153,26 @@ def list_models() -> list[ModelSpec]:
 
 
 def get_model(name: str) -> ModelSpec:
-    """The model called `name` or one of its aliases, case-insensitively."""
+    """The model called `name` or one of its aliases, case-insensitively, or a GPT-2 config.json's path."""
+    if name.strip().lower().endswith(".json"):
+        return config_model(name.strip())
     spec = _BY_NAME.get(name.strip().lower())
     if spec is None:
         raise UnknownName(f"unknown model '{name}'{did_you_mean(name, [s.name for s in MODELS])}; "
                           f"known: {', '.join(s.name for s in MODELS)}")
     return spec
+
+
+def config_model(path: str) -> ModelSpec:
+    """A Hugging Face GPT-2 config.json as a zoo model: the `gpt2` family's builder and module at its shape."""
+    cfg = hf_step.gpt2_step_config(path)
+    return ModelSpec(name=Path(path).stem if Path(path).name != "config.json" else Path(path).resolve().parent.name,
+                     aliases=(), family="text",
+                     description=f"GPT-2 architecture from {path} (Hugging Face GPT2LMHeadModel, tied lm_head): "
+                                 f"{cfg.layers} layers, {cfg.hidden} hidden, {cfg.heads} heads, causal",
+                     seq_len=min(128, cfg.positions), max_seq_len=cfg.positions, vocab_size=cfg.vocab,
+                     build=lambda g, n: transformer.build_gpt2(g, cfg),
+                     module=("transformer", "GPT2LMHeadModel", {"cfg": cfg}))
 
 
 @dataclass(frozen=True)
