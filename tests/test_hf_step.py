@@ -59,6 +59,11 @@ def test_the_module_matches_the_workload(tmp_path):
     ({"activation_function": "relu"}, "activation_function 'relu'"),
     ({"resid_pdrop": 1.5}, "resid_pdrop must be a probability"),
     ({"n_head": 7}, "7 attention heads do not divide the hidden size 2560"),
+    ({"n_layer": 10**30}, "beyond the 1024 layers"),
+    ({"tie_word_embeddings": "12"}, "tie_word_embeddings must be true or false"),
+    ({"n_inner": 0}, "intermediate must be a positive integer"),
+    ({"layer_norm_epsilon": 1.5}, "layer_norm_epsilon must be a small positive number"),
+    ({"model_type": 12}, "model_type '12' has no whole-sequence step"),
 ])
 def test_configs_the_step_cannot_price_are_refused(tmp_path, fields, message):
     path = _config(tmp_path, **fields)

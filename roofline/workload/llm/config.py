@@ -134,12 +134,17 @@ def from_hf_dict(raw: dict[str, Any], name: str) -> DecoderConfig:
         raise ConfigError(f"{name}: expected a JSON object, got {type(raw).__name__}")
     model_type = str(raw.get("model_type", ""))
     gpt2 = model_type == "gpt2" or "n_embd" in raw
+    for key in ("tie_word_embeddings", "attention_bias"):
+        if key in raw and raw[key] is not None and not isinstance(raw[key], bool):
+            raise ConfigError(f"{name}: {key} must be true or false, got {raw[key]!r}")
     hidden = _require(raw, name, "hidden_size", "n_embd")
     heads = _require(raw, name, "num_attention_heads", "n_head")
     layers = _require(raw, name, "num_hidden_layers", "n_layer")
     vocab = _require(raw, name, "vocab_size")
     if gpt2:
-        inner = raw.get("n_inner") or (4 * hidden if isinstance(hidden, int) else hidden)
+        inner = raw.get("n_inner")
+        if inner is None:  # GPT-2's default MLP width
+            inner = 4 * hidden if isinstance(hidden, int) else hidden
         positions = _require(raw, name, "n_positions", "max_position_embeddings")
         return DecoderConfig(name=name, hidden=hidden, layers=layers, heads=heads, kv_heads=heads,
                              intermediate=inner, vocab=vocab, max_positions=positions,

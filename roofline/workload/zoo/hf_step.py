@@ -15,6 +15,9 @@ from typing import Any
 from roofline.workload.llm.config import ConfigError, read_hf_config
 from roofline.workload.zoo.transformer import GPT2, Config
 
+MAX_STEP_LAYERS = 1024
+"""Most layers a config.json's step is built with: the step lists each layer's ops, and the deepest published
+decoders have 126 (Llama 3.1 405B), so a larger count is a typo, refused before it is unrolled."""
 GPT2_ACTIVATIONS = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")
 """GPT-2 configs' `activation_function` values that are GELU's tanh approximation (transformers' ACT2CLS): the
 zoo's tanh GELU, one fused kernel, or Hugging Face's formula with --gelu-new."""
@@ -25,10 +28,13 @@ def gpt2_step_config(path: str) -> Config:
     an activation other than tanh GELU is refused in one line (the zoo's GPT-2 builder prices neither)."""
     raw = _raw(path)
     model_type = str(raw.get("model_type", "")) or "(no model_type)"
-    if model_type != "gpt2" and "n_embd" not in raw:
+    if ("model_type" in raw and raw["model_type"] != "gpt2") or ("model_type" not in raw and "n_embd" not in raw):
         raise ConfigError(f"{path}: model_type '{model_type}' has no whole-sequence step here (GPT-2 configs, "
                           "model_type gpt2, do); a decoder's config is served with --prompt-len/--output-len")
     decoder = read_hf_config(path)
+    if decoder.layers > MAX_STEP_LAYERS:
+        raise ConfigError(f"{path}: n_layer {decoder.layers} is beyond the {MAX_STEP_LAYERS} layers a step is built "
+                          "with (the deepest published decoders have 126)")
     if not decoder.tied_embeddings:
         raise ConfigError(f"{path}: tie_word_embeddings is false: the zoo's GPT-2 ties its lm_head to the token "
                           "embedding")
@@ -39,7 +45,7 @@ def gpt2_step_config(path: str) -> Config:
     return Config(layers=decoder.layers, hidden=decoder.hidden, heads=decoder.heads, ffn=decoder.intermediate,
                   vocab=decoder.vocab, positions=decoder.max_positions, token_types=0,
                   dropout=_probability(raw, path, "resid_pdrop", GPT2.dropout),
-                  ln_eps=_positive(raw, path, "layer_norm_epsilon", GPT2.ln_eps))
+                  ln_eps=_epsilon(raw, path, "layer_norm_epsilon", GPT2.ln_eps))
 
 
 def _raw(path: str) -> dict[str, Any]:
@@ -61,8 +67,8 @@ def _probability(raw: dict[str, Any], path: str, key: str, default: float) -> fl
     return float(value)
 
 
-def _positive(raw: dict[str, Any], path: str, key: str, default: float) -> float:
+def _epsilon(raw: dict[str, Any], path: str, key: str, default: float) -> float:
     value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ConfigError(f"{path}: {key} must be a positive number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ConfigError(f"{path}: {key} must be a small positive number (0 < eps < 1), got {value!r}")
     return float(value)
