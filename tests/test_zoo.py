@@ -118,6 +118,22 @@ def test_gpt2_family_counts_closed_form(name, layers, hidden, params):
     assert macs(wl) == 128 * (layers * 12 * hidden**2 + hidden * 50_257)
 
 
+def test_opt_counts_closed_form():
+    wl = build_workload("opt-1.3b", 1)  # sequence of 128 tokens
+    # embed_tokens 50272 x 2048 = 102,957,056; embed_positions (2048 + 2) x 2048 = 4,198,400; a layer: q, k, v,
+    # out_proj 4 x (2048^2 + 2048) = 16,785,408, fc1 2048 x 8192 + 8192 = 16,785,408, fc2 8192 x 2048 + 2048 =
+    # 16,779,264, two LayerNorms 8,192 = 50,358,272; final LayerNorm 4,096; lm_head tied:
+    # 102,957,056 + 4,198,400 + 24 x 50,358,272 + 4,096                                     = 1,315,758,080
+    assert wl.params() == 1_315_758_080
+    ref = get_model("opt-1.3b").reference
+    assert abs(wl.params() - ref.params) < ref.params_step  # the model card's "1.3B"
+    # MACs per token: 24 x (4 x 2048^2 + 2 x 2048 x 8192) + 2048 x 50272 (lm_head), over 128 tokens
+    assert macs(wl) == 128 * (24 * (4 * 2048**2 + 2 * 2048 * 8192) + 2048 * 50_272)
+    # the query is scaled by a kernel of its own in every layer, and attention drops nothing (attention_dropout 0)
+    assert sum(op.name.endswith("self_attn.mul") for op in wl.ops) == 24
+    assert all(op.dropout_p == 0 for op in wl.ops if op.kind == "attention")
+
+
 def test_mlp_counts_closed_form():
     wl = build_workload("mlp", 1)
     # 512 x 2048 + 2048 = 1,050,624; 2048 x 512 + 512 = 1,049,088; 512 x 1 + 1 = 513
@@ -214,7 +230,7 @@ def test_traced_module_has_the_same_ops(name):
     built = build_workload(name, 2, **small(name))
     # a language model's builder ends with its training loss, which the module's forward (logits) leaves out
     losses = [op for op in built.ops if op.kind == "loss"]
-    assert len(losses) == (name.startswith("gpt2") or name.endswith("-pretraining"))
+    assert len(losses) == (name.startswith(("gpt2", "opt")) or name.endswith("-pretraining"))
     built = replace(built, ops=[op for op in built.ops if op.kind != "loss"],
                     dataflow=replace(built.flow(), reads={k: v for k, v in built.flow().reads.items()
                                                           if k not in {op.name for op in losses}}))
@@ -258,7 +274,7 @@ def test_names_are_case_insensitive_with_aliases():
     assert get_model("ResNet50").name == "resnet50"
     for alias in ("mobilenetv3", "mobilenet_v3_large", "mobilenetv3_large", "MobileNetV3-Large"):
         assert get_model(alias).name == "mobilenetv3-large"
-    assert len({s.name for s in list_models()}) == len(list_models()) == 14
+    assert len({s.name for s in list_models()}) == len(list_models()) == 15
     assert {s.family for s in list_models()} == {"vision", "mlp", "text"}
 
 

@@ -143,6 +143,14 @@ MODELS: tuple[ModelSpec, ...] = (
           ("gpt2-large", "large", transformer.GPT2_LARGE, 774e6, 1e6, ""),
           ("gpt2-xl", "XL", transformer.GPT2_XL, 1.5e9, 0.1e9,
            "the model card's '1.5B' is truncated: GPT2LMHeadModel holds 1,557,611,200"))),
+    ModelSpec(name="opt-1.3b", aliases=("facebook/opt-1.3b", "opt-1_3b", "opt1.3b"), family="text",
+              description="OPT-1.3B (Hugging Face OPTForCausalLM, tied lm_head): 24 pre-norm layers, 2048 hidden, "
+                          "32 heads, ReLU MLP 8192 wide, causal",
+              seq_len=128, max_seq_len=transformer.OPT_1_3B.positions, vocab_size=transformer.OPT_1_3B.vocab,
+              reference=Reference(params=1.3e9, params_step=0.1e9, macs=None, macs_step=None,
+                                  source="https://huggingface.co/facebook/opt-1.3b",
+                                  note="the model card's '1.3B' is rounded: OPTForCausalLM holds 1,315,758,080"),
+              build=lambda g, n: transformer.build_opt(g), module=("transformer", "OPTForCausalLM", {})),
 )
 
 _BY_NAME = {key: spec for spec in MODELS for key in (spec.name, *spec.aliases)}

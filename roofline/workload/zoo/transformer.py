@@ -33,6 +33,12 @@ class Config:
     token_types: int
     dropout: float
     ln_eps: float
+    attention_dropout: float | None = None
+    """Dropout on the attention probabilities where it differs from `dropout` (OPT's 0.0)."""
+
+    @property
+    def attn_dropout(self) -> float:
+        return self.dropout if self.attention_dropout is None else self.attention_dropout
 
 
 BERT = Config(layers=12, hidden=768, heads=12, ffn=3072, vocab=30522, positions=512, token_types=2,
@@ -49,6 +55,14 @@ GPT2_LARGE = replace(GPT2, layers=36, hidden=1280, heads=20, ffn=5120)
 GPT2_XL = replace(GPT2, layers=48, hidden=1600, heads=25, ffn=6400)
 """gpt2-medium, gpt2-large and gpt2-xl's config.json on the Hugging Face hub (n_layer, n_embd, n_head; the MLP
 is 4 x n_embd wide, vocabulary and positions as gpt2's)."""
+OPT_1_3B = Config(layers=24, hidden=2048, heads=32, ffn=8192, vocab=50272, positions=2048, token_types=0,
+                  dropout=0.1, ln_eps=1e-5, attention_dropout=0.0)
+"""facebook/opt-1.3b's config.json on the Hugging Face hub (num_hidden_layers, hidden_size, num_attention_heads,
+ffn_dim, vocab_size, max_position_embeddings, dropout, attention_dropout; word_embed_proj_dim = hidden_size)."""
+OPT_POSITION_OFFSET = 2
+"""OPTLearnedPositionalEmbedding keeps 2 rows more than max_position_embeddings and looks positions up 2 rows on
+(transformers' modeling_opt.py: 'OPT is set up so that if padding_idx is specified then offset the embedding ids
+by 2')."""
 
 
 def build_bert(g: Graph, cfg: Config = BERT) -> None:
@@ -150,6 +164,50 @@ def build_gpt2(g: Graph, cfg: Config = GPT2) -> None:
     g.add(ir.CrossEntropy(g.name("loss"), rows=batch * seq, classes=cfg.vocab), (1,))
 
 
+def build_opt(g: Graph, cfg: Config = OPT_1_3B) -> None:
+    """OPTForCausalLM (pre-norm, do_layer_norm_before): token and learned position embeddings added; per layer a
+    LayerNorm, q, k and v projections with the query scaled by 1/sqrt(head_dim) (`q_proj(x) * scaling`, a kernel
+    of its own), causal attention, the output projection, dropout and the residual add, then a LayerNorm, fc1, ReLU,
+    fc2, dropout and the residual add; a final LayerNorm and the lm_head tied to the token embedding, and in
+    training the next-token cross-entropy."""
+    batch, seq = g.batch, g.shape[0]
+    _embedding(g, "model.decoder.embed_tokens", cfg.vocab, cfg.hidden, batch * seq)
+    tokens = g.current
+    # position ids are a slice of a buffer, shared by every sequence of the batch
+    g.view("model.decoder.reshape", (seq,), reads=())
+    _embedding(g, "model.decoder.embed_positions", cfg.positions + OPT_POSITION_OFFSET, cfg.hidden, seq, reads=())
+    g.current, positions = tokens, g.current
+    g.elementwise("model.decoder.add", other=positions)
+    for i in range(cfg.layers):
+        layer = f"model.decoder.layers.{i}"
+        layer_input = g.current
+        g.layer_norm(f"{layer}.self_attn_layer_norm")
+        normed, qkv = g.current, []
+        for proj in ("q_proj", "k_proj", "v_proj"):
+            g.current = normed
+            g.linear(f"{layer}.self_attn.{proj}", cfg.hidden)
+            if proj == "q_proj":
+                g.elementwise(f"{layer}.self_attn.mul", op="mul", inputs=1)
+            qkv.append(g.current)
+        _attend(g, f"{layer}.self_attn", cfg, causal=True, qkv=tuple(qkv))
+        g.linear(f"{layer}.self_attn.out_proj", cfg.hidden)
+        g.dropout(f"{layer}.dropout", cfg.dropout)
+        g.current, branch = layer_input, g.current
+        g.elementwise(f"{layer}.add", other=branch)  # residual + hidden_states
+        attended = g.current
+        g.layer_norm(f"{layer}.final_layer_norm")
+        g.linear(f"{layer}.fc1", cfg.ffn)
+        g.act(f"{layer}.activation_fn", "relu")
+        g.linear(f"{layer}.fc2", cfg.hidden)
+        g.dropout(f"{layer}.dropout", cfg.dropout)
+        g.current, branch = attended, g.current
+        g.elementwise(f"{layer}.add", other=branch)
+    g.layer_norm("model.decoder.final_layer_norm")
+    g.add(ir.Linear(g.name("lm_head"), batch=batch, in_features=cfg.hidden, out_features=cfg.vocab, bias=False,
+                    tokens=seq, tied=True), (seq, cfg.vocab))
+    g.add(ir.CrossEntropy(g.name("loss"), rows=batch * seq, classes=cfg.vocab), (1,))
+
+
 def _embedding(g: Graph, name: str, rows: int, dim: int, tokens: Num, reads: tuple[str, ...] | None = None) -> None:
     """A lookup of the current tensor's ids, or of `reads` (() for ids sliced from a buffer)."""
     g.add(ir.Embedding(g.name(name), num_embeddings=rows, dim=dim, tokens=tokens), (g.shape[0], dim), reads=reads)
@@ -161,7 +219,7 @@ def _attend(g: Graph, module: str, cfg: Config, causal: bool, qkv: tuple[str, ..
     seq, head_dim = g.shape[0], cfg.hidden // cfg.heads
     g.view(f"{module}.reshape", (cfg.heads, seq, head_dim), reads=qkv[:1])
     g.add(ir.Attention(g.name(f"{module}.scaled_dot_product_attention"), batch=g.batch, heads=cfg.heads,
-                       seq_q=seq, seq_kv=seq, head_dim=head_dim, causal=causal, dropout_p=cfg.dropout),
+                       seq_q=seq, seq_kv=seq, head_dim=head_dim, causal=causal, dropout_p=cfg.attn_dropout),
           reads=qkv)
     g.view(f"{module}.reshape", (seq, cfg.heads, head_dim))
     g.elementwise(f"{module}.clone", op="copy", inputs=1)

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from roofline.workload.zoo.transformer import BERT, BERT_LARGE, GPT2, Config
+from roofline.workload.zoo.transformer import BERT, BERT_LARGE, GPT2, OPT_1_3B, OPT_POSITION_OFFSET, Config
 
 
 class SelfAttention(nn.Module):
@@ -17,7 +17,7 @@ class SelfAttention(nn.Module):
 
     def __init__(self, cfg: Config, causal: bool) -> None:
         super().__init__()
-        self.heads, self.causal, self.dropout_p = cfg.heads, causal, cfg.dropout
+        self.heads, self.causal, self.dropout_p = cfg.heads, causal, cfg.attn_dropout
 
     def attend(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
         batch, seq, hidden = q.shape
@@ -256,3 +256,78 @@ class GPT2LMHeadModel(nn.Module):
 
     def forward(self, ids: Tensor) -> Tensor:
         return self.lm_head(self.transformer(ids))
+
+
+class OPTAttention(SelfAttention):
+    """q, k, v and out projections with biases; the query scaled by 1/sqrt(head_dim) before the product."""
+
+    def __init__(self, cfg: Config) -> None:
+        super().__init__(cfg, causal=True)
+        self.scaling = (cfg.hidden // cfg.heads) ** -0.5
+        self.q_proj = nn.Linear(cfg.hidden, cfg.hidden)
+        self.k_proj = nn.Linear(cfg.hidden, cfg.hidden)
+        self.v_proj = nn.Linear(cfg.hidden, cfg.hidden)
+        self.out_proj = nn.Linear(cfg.hidden, cfg.hidden)
+
+    def forward(self, x: Tensor) -> Tensor:
+        # SDPA scales again by 1/sqrt(head_dim) where Hugging Face's eager path does not: the kernels and their
+        # bytes are what the module mirrors, not the numbers it computes
+        q = self.q_proj(x) * self.scaling
+        return self.out_proj(self.attend(q, self.k_proj(x), self.v_proj(x)))
+
+
+class OPTDecoderLayer(nn.Module):
+    """Pre-norm: x + dropout(attn(LN(x))), then x + dropout(fc2(relu(fc1(LN(x)))))."""
+
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.self_attn_layer_norm = nn.LayerNorm(cfg.hidden, eps=cfg.ln_eps)
+        self.self_attn = OPTAttention(cfg)
+        self.final_layer_norm = nn.LayerNorm(cfg.hidden, eps=cfg.ln_eps)
+        self.fc1 = nn.Linear(cfg.hidden, cfg.ffn)
+        self.activation_fn = nn.ReLU()
+        self.fc2 = nn.Linear(cfg.ffn, cfg.hidden)
+        self.dropout = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = x + self.dropout(self.self_attn(self.self_attn_layer_norm(x)))
+        return x + self.dropout(self.fc2(self.activation_fn(self.fc1(self.final_layer_norm(x)))))
+
+
+class OPTDecoder(nn.Module):
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab, cfg.hidden)
+        self.embed_positions = nn.Embedding(cfg.positions + OPT_POSITION_OFFSET, cfg.hidden)
+        self.layers = nn.ModuleList(OPTDecoderLayer(cfg) for _ in range(cfg.layers))
+        self.final_layer_norm = nn.LayerNorm(cfg.hidden, eps=cfg.ln_eps)
+        self.register_buffer("position_ids", torch.arange(cfg.positions).expand(1, -1) + OPT_POSITION_OFFSET,
+                             persistent=False)
+
+    def forward(self, ids: Tensor) -> Tensor:
+        x = self.embed_tokens(ids) + self.embed_positions(self.position_ids[:, :ids.shape[1]])
+        for layer in self.layers:
+            x = layer(x)
+        return self.final_layer_norm(x)
+
+
+class OPTModel(nn.Module):
+    def __init__(self, cfg: Config) -> None:
+        super().__init__()
+        self.decoder = OPTDecoder(cfg)
+
+    def forward(self, ids: Tensor) -> Tensor:
+        return self.decoder(ids)
+
+
+class OPTForCausalLM(nn.Module):
+    """Logits (B, S, vocab); lm_head shares its weight with model.decoder.embed_tokens."""
+
+    def __init__(self, cfg: Config = OPT_1_3B) -> None:
+        super().__init__()
+        self.model = OPTModel(cfg)
+        self.lm_head = nn.Linear(cfg.hidden, cfg.vocab, bias=False)
+        self.lm_head.weight = self.model.decoder.embed_tokens.weight
+
+    def forward(self, ids: Tensor) -> Tensor:
+        return self.lm_head(self.model(ids))
