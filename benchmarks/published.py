@@ -9,7 +9,8 @@ before any error was computed), the fresh held-out part (blocks also marked `fre
 committed after the first held-out part's errors had been seen, before any of their own was computed) and the
 third held-out part (`third: true`: likewise, after the fresh part's errors had been seen too), the fourth
 (`fourth: true`: after the third part's), the fifth (`fifth: true`: after the fourth part's), the sixth
-(`sixth: true`: after the fifth part's) and the seventh (`seventh: true`: after the sixth part's),
+(`sixth: true`: after the fifth part's), the seventh (`seventh: true`: after the sixth part's) and the eighth
+(`eighth: true`: after the seventh part's),
 summarises each part overall and per group (median and worst |error| and the signed median), checks the
 targets below, and writes the report.
 

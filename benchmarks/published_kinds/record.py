@@ -8,7 +8,8 @@ a held-out set of its own, gathered after the first held-out part's errors had b
 tests generalization honestly) and committed before any error of its rows was computed; `third: true` with it
 puts the block in a third such set, gathered after the fresh set's errors had been seen too, `fourth: true`
 in a fourth, gathered after the third set's errors had been seen, `fifth: true` in a fifth, after the
-fourth's, `sixth: true` in a sixth, after the fifth's, and `seventh: true` in a seventh, after the sixth's.
+fourth's, `sixth: true` in a sixth, after the fifth's, `seventh: true` in a seventh, after the sixth's, and
+`eighth: true` in an eighth, after the seventh's.
 `defaults` are row fields the block's rows share; a row's own fields override them.
 """
 
@@ -22,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from roofline.errors import RooflineError
 
-HELD_OUT_SETS = ("fresh", "third", "fourth", "fifth", "sixth", "seventh")
+HELD_OUT_SETS = ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 """The later held-out sets, in the order they were gathered: each a block flag and a part of its own."""
 
 
@@ -60,6 +61,9 @@ class SourceBlock(BaseModel):
     set's errors had been visible too; reported as a part of its own."""
     seventh: bool = False
     """A held-out block of the seventh set: committed before any of its errors was computed, after the sixth
+    set's errors had been visible too; reported as a part of its own."""
+    eighth: bool = False
+    """A held-out block of the eighth set: committed before any of its errors was computed, after the seventh
     set's errors had been visible too; reported as a part of its own."""
     citation: str | None = None
     script: str | None = None
