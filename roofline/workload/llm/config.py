@@ -164,13 +164,23 @@ def from_hf_dict(raw: dict[str, Any], name: str) -> DecoderConfig:
 
 def read_hf_config(path: str) -> DecoderConfig:
     """Read a config.json from disk (no network, no weights)."""
+    return decoder_config(read_config_json(path), path)
+
+
+def read_config_json(path: str) -> Any:
+    """The parsed JSON of a config file; a missing or unreadable one is a one-line ConfigError."""
     p = Path(path)
     if not is_file(p, "config", ConfigError):
         raise ConfigError(f"{path}: no such config file")
     try:
-        raw = json.loads(p.read_text())
+        return json.loads(p.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path}: not a readable JSON file ({str(exc).splitlines()[0]})") from None
+
+
+def decoder_config(raw: Any, path: str) -> DecoderConfig:
+    """`raw` (a config file's JSON) as a DecoderConfig named after the file (a config.json after its folder)."""
+    p = Path(path)
     try:
         return from_hf_dict(raw, p.parent.name if p.name == "config.json" and p.parent.name else p.stem)
     except TypeError as exc:

@@ -8,11 +8,9 @@ Other architectures have no step builder here: their config is one line of error
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from roofline.workload.llm.config import ConfigError, read_hf_config
+from roofline.workload.llm.config import ConfigError, decoder_config, read_config_json
 from roofline.workload.zoo.transformer import GPT2, Config
 
 MAX_STEP_LAYERS = 1024
@@ -23,15 +21,18 @@ GPT2_ACTIVATIONS = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")
 zoo's tanh GELU, one fused kernel, or Hugging Face's formula with --gelu-new."""
 
 
-def gpt2_step_config(path: str) -> Config:
-    """The zoo Config of a GPT-2 config.json; a config of another architecture, a GPT-2 with an untied lm_head or
-    an activation other than tanh GELU is refused in one line (the zoo's GPT-2 builder prices neither)."""
-    raw = _raw(path)
+def gpt2_step_config(path: str) -> tuple[str, Config]:
+    """(the model's name, the zoo Config) of a GPT-2 config.json; a config of another architecture, a GPT-2 with an
+    untied lm_head or an activation other than tanh GELU is refused in one line (the zoo's GPT-2 builder prices
+    neither)."""
+    raw = read_config_json(path)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a JSON object, got {type(raw).__name__}")
     model_type = str(raw.get("model_type", "")) or "(no model_type)"
     if ("model_type" in raw and raw["model_type"] != "gpt2") or ("model_type" not in raw and "n_embd" not in raw):
         raise ConfigError(f"{path}: model_type '{model_type}' has no whole-sequence step here (GPT-2 configs, "
                           "model_type gpt2, do); a decoder's config is served with --prompt-len/--output-len")
-    decoder = read_hf_config(path)
+    decoder = decoder_config(raw, path)
     if decoder.layers > MAX_STEP_LAYERS:
         raise ConfigError(f"{path}: n_layer {decoder.layers} is beyond the {MAX_STEP_LAYERS} layers a step is built "
                           "with (the deepest published decoders have 126)")
@@ -42,22 +43,10 @@ def gpt2_step_config(path: str) -> Config:
     if activation not in GPT2_ACTIVATIONS:
         raise ConfigError(f"{path}: activation_function '{activation}': the zoo's GPT-2 runs the tanh GELU "
                           f"({', '.join(GPT2_ACTIVATIONS)})")
-    return Config(layers=decoder.layers, hidden=decoder.hidden, heads=decoder.heads, ffn=decoder.intermediate,
-                  vocab=decoder.vocab, positions=decoder.max_positions, token_types=0,
-                  dropout=_probability(raw, path, "resid_pdrop", GPT2.dropout),
-                  ln_eps=_epsilon(raw, path, "layer_norm_epsilon", GPT2.ln_eps))
-
-
-def _raw(path: str) -> dict[str, Any]:
-    """The config's JSON object; a missing or unreadable file is `read_hf_config`'s one-line error."""
-    try:
-        raw = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        read_hf_config(path)
-        raise
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a JSON object, got {type(raw).__name__}")
-    return raw
+    return decoder.name, Config(layers=decoder.layers, hidden=decoder.hidden, heads=decoder.heads,
+                                ffn=decoder.intermediate, vocab=decoder.vocab, positions=decoder.max_positions,
+                                token_types=0, dropout=_probability(raw, path, "resid_pdrop", GPT2.dropout),
+                                ln_eps=_epsilon(raw, path, "layer_norm_epsilon", GPT2.ln_eps))
 
 
 def _probability(raw: dict[str, Any], path: str, key: str, default: float) -> float:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from roofline.errors import MissingDependency, RooflineError, ShapeError, UnknownName, did_you_mean
@@ -173,9 +172,8 @@ def get_model(name: str) -> ModelSpec:
 
 def config_model(path: str) -> ModelSpec:
     """A Hugging Face GPT-2 config.json as a zoo model: the `gpt2` family's builder and module at its shape."""
-    cfg = hf_step.gpt2_step_config(path)
-    return ModelSpec(name=Path(path).stem if Path(path).name != "config.json" else Path(path).resolve().parent.name,
-                     aliases=(), family="text",
+    name, cfg = hf_step.gpt2_step_config(path)
+    return ModelSpec(name=name, aliases=(), family="text",
                      description=f"GPT-2 architecture from {path} (Hugging Face GPT2LMHeadModel, tied lm_head): "
                                  f"{cfg.layers} layers, {cfg.hidden} hidden, {cfg.heads} heads, causal",
                      seq_len=min(128, cfg.positions), max_seq_len=cfg.positions, vocab_size=cfg.vocab,

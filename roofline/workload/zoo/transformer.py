@@ -159,9 +159,7 @@ def build_gpt2(g: Graph, cfg: Config = GPT2) -> None:
         g.current, feed_forward = attended, g.current
         g.elementwise(f"{block}.add", other=feed_forward)  # residual + feed_forward_hidden_states
     g.layer_norm("transformer.ln_f")
-    g.add(ir.Linear(g.name("lm_head"), batch=batch, in_features=cfg.hidden, out_features=cfg.vocab, bias=False,
-                    tokens=seq, tied=True), (seq, cfg.vocab))
-    g.add(ir.CrossEntropy(g.name("loss"), rows=batch * seq, classes=cfg.vocab), (1,))
+    _tied_lm_head(g, cfg)
 
 
 def build_opt(g: Graph, cfg: Config = OPT_1_3B) -> None:
@@ -203,6 +201,13 @@ def build_opt(g: Graph, cfg: Config = OPT_1_3B) -> None:
         g.current, branch = attended, g.current
         g.elementwise(f"{layer}.add", other=branch)
     g.layer_norm("model.decoder.final_layer_norm")
+    _tied_lm_head(g, cfg)
+
+
+def _tied_lm_head(g: Graph, cfg: Config) -> None:
+    """The lm_head over every position, its weight the token embedding's, then the next-token cross-entropy (a
+    training step's; an inference step drops it)."""
+    batch, seq = g.batch, g.shape[0]
     g.add(ir.Linear(g.name("lm_head"), batch=batch, in_features=cfg.hidden, out_features=cfg.vocab, bias=False,
                     tokens=seq, tied=True), (seq, cfg.vocab))
     g.add(ir.CrossEntropy(g.name("loss"), rows=batch * seq, classes=cfg.vocab), (1,))
