@@ -127,6 +127,23 @@ def test_reasons_numbers_agree_with_sweep_and_datasheet(advice):
     assert load_runtime(EAGER_CUDA).measured_on in overhead["text"] and "calibrate --device cuda" in overhead["text"]
 
 
+def test_choice_reason_states_the_rule_with_the_sweeps_best(advice):
+    # the reason a user reads first names the sweep's fastest point (which the recommendation is not) and what
+    # its extra throughput costs; its figures are the sweep's rows, not recomputed
+    rec, choice = advice["recommended"], reason(advice, "choice")
+    assert advice["reasons"][0]["kind"] == "choice"
+    best = max(advice["sweep"], key=lambda r: r["samples_per_s"])
+    assert (choice["best_batch_size"], choice["best_precision"]) == (best["batch_size"], best["precision"])
+    assert choice["best_samples_per_s"] == pytest.approx(best["samples_per_s"])
+    assert choice["rule_fraction"] == 0.95 and rec["samples_per_s"] >= 0.95 * best["samples_per_s"]
+    assert best["batch_size"] > rec["batch_size"]  # MobileNetV3 fp16 keeps gaining, slowly, to the largest batch
+    assert choice["gain"] == pytest.approx(best["samples_per_s"] / rec["samples_per_s"] - 1)
+    assert 0 < choice["gain"] <= 1 / 0.95 - 1
+    assert choice["memory_ratio"] == pytest.approx(best["memory_bytes"] / rec["memory_bytes"])
+    assert choice["step_ratio"] == pytest.approx(best["step_time_s"] / rec["step_time_s"])
+    assert f"batch {best['batch_size']}" in choice["text"] and "within 5%" in choice["text"]
+
+
 def test_max_batch_is_the_edge_predict_agrees_with(advice):
     best = advice["max_batch_size_by_precision"]["fp16"]
     fits = _json("predict", "--model", "mobilenetv3", "--gpu", "v100", "--precision", "fp16", "--batch", str(best))

@@ -131,6 +131,6 @@ def advise(name: str, build: BuildWorkload, profile: Profile, train: bool, preci
         """The step with its input placed otherwise (`--data`), for the transfer reason."""
         return predict_step(workload(batch), profile, prec, replace(opts, **get_placement(data).fields()))
 
-    advice.reasons = explain_advice(advice, profile, predict, opts.data, placed)
+    advice.reasons = explain_advice(advice, profile, predict, GOOD_ENOUGH_FRACTION, opts.data, placed)
     return advice
 

@@ -127,6 +127,32 @@ def precision_reason(rec: StepPrediction, base: StepPrediction | None, precision
     return out
 
 
+def choice_reason(advice: Advice, good_enough: float) -> dict[str, Any]:
+    """Why the recommended batch and not the fastest one: the sweep's best point usually sits at the largest
+    batch that fits, and a user comparing the two tables needs the trade in numbers (what the last few percent
+    of throughput would cost in batch, memory and time per step) to see the rule at work."""
+    rec = advice.recommended
+    best = max(advice.sweep, key=lambda p: p.samples_per_s)
+    out = {"kind": "choice", "rule_fraction": good_enough, "batch_size": rec.batch_size, "precision": rec.precision,
+           "samples_per_s": rec.samples_per_s, "best_batch_size": best.batch_size,
+           "best_precision": best.precision, "best_samples_per_s": best.samples_per_s}
+    if best.batch_size == rec.batch_size and best.precision == rec.precision:
+        out["text"] = (f"Batch {rec.batch_size} at {rec.precision} is the fastest point of the sweep "
+                       f"({rec.samples_per_s:.0f} samples/s).")
+        return out
+    gain = best.samples_per_s / rec.samples_per_s - 1
+    cost = "fewer updates per epoch" if advice.train else "each request waits longer"
+    out.update(gain=gain, batch_ratio=best.batch_size / rec.batch_size,
+               memory_ratio=best.memory.total / rec.memory.total,
+               step_ratio=best.step_time_s / rec.step_time_s)
+    out["text"] = (f"Batch {rec.batch_size} is the smallest {rec.precision} batch within {1 - good_enough:.0%} of the "
+                   f"best throughput the sweep found ({best.samples_per_s:.0f} samples/s at batch "
+                   f"{best.batch_size}, {best.precision}): its {gain:.1%} more samples/s would take "
+                   f"{out['batch_ratio']:.3g}x the batch, {out['memory_ratio']:.3g}x the memory and a "
+                   f"{out['step_ratio']:.3g}x longer step ({cost}).")
+    return out
+
+
 def batch_neighbours_reason(advice: Advice) -> dict[str, Any]:
     rec = advice.recommended
     rows = []
@@ -244,9 +270,10 @@ def transfer_reason(rec: StepPrediction, placement: str, placed: Placed) -> dict
                      "device can cancel the GPU's advantage.")}
 
 
-def explain_advice(advice: Advice, profile: Profile, predict: Predict, placement: str = "pageable",
-                   placed: Placed | None = None) -> list[dict[str, Any]]:
-    """All reasons for one piece of advice, most important first."""
+def explain_advice(advice: Advice, profile: Profile, predict: Predict, good_enough: float,
+                   placement: str = "pageable", placed: Placed | None = None) -> list[dict[str, Any]]:
+    """All reasons for one piece of advice, most important first; `good_enough` is the advisor's rule (the
+    share of the best throughput the recommended batch must reach)."""
     precision = get_precision(advice.recommended_precision)
     rec = advice.recommended
     p1 = predict(1, precision)
@@ -261,7 +288,8 @@ def explain_advice(advice: Advice, profile: Profile, predict: Predict, placement
     points = sorted({p.batch_size: p for p in (p1, rec, pmax)}.values(), key=lambda p: p.batch_size)
     allocator = allocator_reason(rec)
     transfer = transfer_reason(rec, placement, placed) if placed is not None else None
-    return [feed_reason(profile), roofline_reason(rec, p1), bounds_reason(points), top_layers_reason(rec),
+    return [choice_reason(advice, good_enough), feed_reason(profile), roofline_reason(rec, p1),
+            bounds_reason(points), top_layers_reason(rec),
             *([allocator] if allocator else []), *([transfer] if transfer else []),
             precision_reason(rec_same, base, precision), batch_neighbours_reason(advice), memory_reason(advice),
             overhead_reason(p1)]
