@@ -63,8 +63,9 @@ def data_parallel_job(gpu: Profile, node_name: str | None, gpus_per_node: int, n
     fabric = library_fabric(library, node, gpus_per_node, nodes)
     share = fabric.world * accumulation_steps
     if global_batch % share:
-        raise RooflineError(f"--batch {global_batch} does not divide into {fabric.world} GPUs x "
-                            f"{accumulation_steps} accumulation steps; use a multiple of {share}")
+        raise RooflineError(f"--batch {global_batch} (the global batch) does not divide into {fabric.world} GPUs x "
+                            f"{accumulation_steps} accumulation steps; use a multiple of {share}, e.g. --batch "
+                            f"{32 * share} for 32 per GPU per step")
     grad_bytes = GRAD_COMM_BYTES[grad_comm] if grad_comm else precision_grad_bytes
     chosen = library.algorithm if algorithm == "auto" else algorithm
     return DataParallelJob(node, fabric, global_batch // share, accumulation_steps, grad_bytes, chosen, library)
