@@ -5,14 +5,10 @@ Every dataset in benchmarks/published/ is a YAML file whose top-level `kind:` na
 and its module, nothing here). A comparer turns each row into a `Comparison` (the published figure, the
 prediction for the row's settings, and the fields it is grouped by); this module does what every kind shares:
 splits the rows into the fitted part, the held-out part (whole source blocks marked `holdout: true`, chosen
-before any error was computed), the fresh held-out part (blocks also marked `fresh: true`: gathered and
-committed after the first held-out part's errors had been seen, before any of their own was computed) and the
-third held-out part (`third: true`: likewise, after the fresh part's errors had been seen too), the fourth
-(`fourth: true`: after the third part's), the fifth (`fifth: true`: after the fourth part's), the sixth
-(`sixth: true`: after the fifth part's), the seventh (`seventh: true`: after the sixth part's) and the eighth
-(`eighth: true`: after the seventh part's),
-summarises each part overall and per group (median and worst |error| and the signed median), checks the
-targets below, and writes the report.
+before any error was computed) and the later held-out sets (blocks with `held_out_set: fresh`, `third`, ...,
+`record.HELD_OUT_SETS`: each gathered and committed after every earlier part's errors had been seen, before any
+of its own was computed), summarises each part overall and per group (median and worst |error| and the signed
+median), checks the targets below, and writes the report.
 
 Error convention: error = predicted / published - 1 of the comparer's METRIC, a time in seconds (the time of
 one step for `gpu-steps`), so a negative error means predicted too fast. Thresholds live here, never in CI.

@@ -99,32 +99,32 @@ def test_shipped_dataset_holds_out_whole_blocks_and_cites_every_source():
     assert len(first) >= 60
     held = sum(block.holdout for block in first)
     assert 0.25 <= held / len(first) <= 0.40  # about a third, by whole blocks (holdout is a block field only)
-    assert sum(block.fresh for block, _ in rows) >= 20  # the fresh held-out set, every block of it held out
-    assert sum(block.third for block, _ in rows) >= 20  # the third held-out set, likewise
+    sets = [block.later_set for block, _ in rows]
+    assert sets.count("fresh") >= 20 and sets.count("third") >= 20  # later held-out sets, every block held out
     assert all(b.citation for b in blocks if b.kind == "published")
-    assert all(not {"holdout", *HELD_OUT_SETS} & set(row) for b in data["sources"] for row in b["rows"])
+    assert all(not {"holdout", "held_out_set"} & set(row) for b in data["sources"] for row in b["rows"])
 
 
-def test_a_fresh_block_is_held_out_and_reported_as_its_own_part():
-    block = {"id": "new", "kind": "published", "holdout": False, "fresh": True, "citation": "c", "framework": "f",
-             "rows": [{"id": "r1"}]}
+def test_a_later_block_is_held_out_and_reported_as_its_own_part():
+    block = {"id": "new", "kind": "published", "holdout": False, "held_out_set": "fresh", "citation": "c",
+             "framework": "f", "rows": [{"id": "r1"}]}
     with pytest.raises(DatasetError, match="holdout: true"):
         source_blocks({"sources": [block]})
-    with pytest.raises(DatasetError, match="exclusive"):
-        source_blocks({"sources": [{**block, "holdout": True, "third": True}]})
-    with pytest.raises(DatasetError, match="exclusive"):
-        source_blocks({"sources": [{**block, "fresh": False, "holdout": True, "third": True, "fourth": True}]})
-    blocks = source_blocks({"sources": [{**block, "id": f"b{i}", "holdout": True, "fresh": False, name: True,
+    with pytest.raises(DatasetError, match="held_out_set"):
+        source_blocks({"sources": [{**block, "holdout": True, "held_out_set": "tenth"}]})
+    blocks = source_blocks({"sources": [{**block, "id": f"b{i}", "holdout": True, "held_out_set": name,
                                          "rows": [{"id": f"r{i}"}]} for i, name in enumerate(HELD_OUT_SETS)]})
     assert [b.part for b in blocks] == ["fresh_held_out", "third_held_out", "fourth_held_out", "fifth_held_out",
-                                        "sixth_held_out", "seventh_held_out", "eighth_held_out"]
+                                        "sixth_held_out", "seventh_held_out", "eighth_held_out", "ninth_held_out"]
     rows = [_c("a", 0.10), _c("b", 0.20, holdout=True), _c("c", 0.40, holdout=True, later_set="fresh"),
             _c("d", 0.05, holdout=True, later_set="third"), _c("e", 0.15, holdout=True, later_set="fourth"),
             _c("f", 0.30, holdout=True, later_set="fifth"), _c("g", 0.11, holdout=True, later_set="sixth"),
-            _c("h", 0.09, holdout=True, later_set="seventh"), _c("i", 0.12, holdout=True, later_set="eighth")]
+            _c("h", 0.09, holdout=True, later_set="seventh"), _c("i", 0.12, holdout=True, later_set="eighth"),
+            _c("j", 0.08, holdout=True, later_set="ninth")]
     parts = published.split(rows)
     assert [[c.row_id for c in parts[p]] for p in published.PARTS] == [
-        ["a"], ["b"], ["c"], ["d"], ["e"], ["f"], ["g"], ["h"], ["i"], ["a", "b", "c", "d", "e", "f", "g", "h", "i"]]
+        ["a"], ["b"], ["c"], ["d"], ["e"], ["f"], ["g"], ["h"], ["i"], ["j"],
+        ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]]
     ratios = {t["target"]: t["value"] for t in published.check_targets(parts, []) if t["unit"] == "ratio"}
     assert ratios == {"held-out median <= 1.3x fitted median": pytest.approx(2.0),
                       "fresh-held-out median <= 1.3x fitted median": pytest.approx(4.0),
@@ -133,7 +133,8 @@ def test_a_fresh_block_is_held_out_and_reported_as_its_own_part():
                       "fifth-held-out median <= 1.3x fitted median": pytest.approx(3.0),
                       "sixth-held-out median <= 1.3x fitted median": pytest.approx(1.1),
                       "seventh-held-out median <= 1.3x fitted median": pytest.approx(0.9),
-                      "eighth-held-out median <= 1.3x fitted median": pytest.approx(1.2)}
+                      "eighth-held-out median <= 1.3x fitted median": pytest.approx(1.2),
+                      "ninth-held-out median <= 1.3x fitted median": pytest.approx(0.8)}
 
 
 def test_measured_here_blocks_need_their_script_and_date():
@@ -181,7 +182,7 @@ def test_summary_statistics_on_hand_made_errors():
     assert (s.rows, s.median_abs, s.worst_row, s.too_fast) == (4, pytest.approx(0.20), "d", 2)
     assert s.worst_abs == pytest.approx(0.50) and s.signed_median == pytest.approx(0.025)
     parts = published.split(rows)
-    assert [len(parts[p]) for p in published.PARTS] == [3, 1, 0, 0, 0, 0, 0, 0, 0, 4]
+    assert [len(parts[p]) for p in published.PARTS] == [3, 1, 0, 0, 0, 0, 0, 0, 0, 0, 4]
     # held-out median 0.50 against fitted median 0.10: 5x, over the 1.3x target
     ratio = next(t for t in published.check_targets(parts, []) if t["unit"] == "ratio")
     assert ratio["value"] == pytest.approx(5.0) and not ratio["met"]

@@ -126,13 +126,12 @@ EXTRA_COLUMNS = [
 
 def legend(dataset: dict[str, Any]) -> list[str]:
     blocks = source_blocks(dataset)
-    held = [b for b in blocks if b.holdout and not b.fresh]
-    fresh = [b for b in blocks if b.fresh]
+    held = [b for b in blocks if b.holdout and not b.later_set]
+    fresh = [b for b in blocks if b.later_set == "fresh"]
     lines = [f"Dataset: benchmarks/published/llm-serving.yaml, {sum(len(b.rows) for b in blocks)} rows from "
              f"{len(blocks)} source blocks; held out: {', '.join(b.id for b in held)} "
              f"({sum(len(b.rows) for b in held)} rows); fresh held-out: {', '.join(b.id for b in fresh)} "
              f"({sum(len(b.rows) for b in fresh)} rows).",
              f"Held-out rule: {dataset.get('holdout_rule', 'not stated')}", "", "Sources:"]
-    return lines + [f"- `{b.id}`{' (fresh held-out)' if b.fresh else ' (held out)' if b.holdout else ''}: "
-                    f"{b.citation or b.script} ({b.framework})"
-                    for b in blocks]
+    labels = {b.id: f" ({b.later_set} held-out)" if b.later_set else " (held out)" if b.holdout else "" for b in blocks}
+    return lines + [f"- `{b.id}`{labels[b.id]}: {b.citation or b.script} ({b.framework})" for b in blocks]

@@ -3,13 +3,10 @@
 A dataset is `kind: <comparer>` and `sources:`, a list of blocks. A block is one place the figures were read
 (`kind: published`, with a `citation` precise enough to re-find them: URL or repo@commit:path and the table)
 or one run of this project on a lent machine (`kind: measured-here`, with the `script` that measured them and
-the `date`). `holdout: true` puts the whole block in the held-out part; `fresh: true` with it puts the block in
-a held-out set of its own, gathered after the first held-out part's errors had been seen (so that part no longer
-tests generalization honestly) and committed before any error of its rows was computed; `third: true` with it
-puts the block in a third such set, gathered after the fresh set's errors had been seen too, `fourth: true`
-in a fourth, gathered after the third set's errors had been seen, `fifth: true` in a fifth, after the
-fourth's, `sixth: true` in a sixth, after the fifth's, `seventh: true` in a seventh, after the sixth's, and
-`eighth: true` in an eighth, after the seventh's.
+the `date`). `holdout: true` puts the whole block in the held-out part; `held_out_set: <name>` with it puts the
+block in a later held-out set of its own (`HELD_OUT_SETS`, in the order they were gathered): each gathered after
+every earlier part's errors had been seen (so those parts no longer test generalization honestly) and committed
+before any error of its own rows was computed.
 `defaults` are row fields the block's rows share; a row's own fields override them.
 """
 
@@ -23,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from roofline.errors import RooflineError
 
-HELD_OUT_SETS = ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
-"""The later held-out sets, in the order they were gathered: each a block flag and a part of its own."""
+HELD_OUT_SETS = ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth")
+"""The later held-out sets, in the order they were gathered (a block's `held_out_set`), each a part of its own."""
 
 
 def part_of(holdout: bool, later_set: str | None = None) -> str:
@@ -44,27 +41,10 @@ class SourceBlock(BaseModel):
     id: str
     kind: Literal["published", "measured-here"]
     holdout: bool
-    fresh: bool = False
-    """A held-out block of the fresh set: committed before any of its errors was computed, after the first
-    held-out part's errors had been visible while mechanisms were chosen; reported as a part of its own."""
-    third: bool = False
-    """A held-out block of the third set: committed before any of its errors was computed, after the fresh set's
-    errors had been visible while mechanisms were changed; reported as a part of its own."""
-    fourth: bool = False
-    """A held-out block of the fourth set: committed before any of its errors was computed, after the third
-    set's errors had been visible too; reported as a part of its own."""
-    fifth: bool = False
-    """A held-out block of the fifth set: committed before any of its errors was computed, after the fourth
-    set's errors had been visible too; reported as a part of its own."""
-    sixth: bool = False
-    """A held-out block of the sixth set: committed before any of its errors was computed, after the fifth
-    set's errors had been visible too; reported as a part of its own."""
-    seventh: bool = False
-    """A held-out block of the seventh set: committed before any of its errors was computed, after the sixth
-    set's errors had been visible too; reported as a part of its own."""
-    eighth: bool = False
-    """A held-out block of the eighth set: committed before any of its errors was computed, after the seventh
-    set's errors had been visible too; reported as a part of its own."""
+    held_out_set: Literal[HELD_OUT_SETS] | None = None  # type: ignore[valid-type]
+    """The later held-out set the block belongs to (`HELD_OUT_SETS`): committed before any of its errors was
+    computed, after every earlier set's errors had been visible while mechanisms were chosen; reported as a part
+    of its own. None: the fitted part, or the first held-out part."""
     citation: str | None = None
     script: str | None = None
     """measured-here: the command that measured the rows, runnable from the repository root."""
@@ -83,18 +63,14 @@ class SourceBlock(BaseModel):
             raise ValueError("a measured-here block needs `script` (the command) and `date`")
         if not self.rows:
             raise ValueError("a block needs at least one row")
-        sets = [flag for flag in HELD_OUT_SETS if getattr(self, flag)]
-        if sets and not self.holdout:
-            raise ValueError(f"`{sets[0]}: true` marks a held-out block: it needs `holdout: true`")
-        if len(sets) > 1:
-            raise ValueError(f"a block is in one held-out set: {' and '.join(f'`{s}: true`' for s in sets)} "
-                             "are exclusive")
+        if self.held_out_set and not self.holdout:
+            raise ValueError(f"`held_out_set: {self.held_out_set}` marks a held-out block: it needs `holdout: true`")
         return self
 
     @property
     def later_set(self) -> str | None:
         """The later held-out set the block belongs to (`HELD_OUT_SETS`), None for the fitted or first part."""
-        return next((name for name in HELD_OUT_SETS if getattr(self, name)), None)
+        return self.held_out_set
 
     @property
     def part(self) -> str:
