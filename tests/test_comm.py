@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -174,6 +175,18 @@ def test_bad_multi_gpu_input_is_one_line_exit_2(args):
     r = run_cli(*base, *args)
     assert r.returncode == 2
     assert r.stderr.startswith("roofline: error:") and r.stderr.count("\n") == 1
+
+
+def test_a_batch_that_does_not_divide_names_one_that_does():
+    # the default --batch 1 cannot be spread over 8 GPUs x 2 accumulation steps: the error says --batch is the
+    # global batch and its suggestion, run as given, is accepted
+    r = run_cli("predict", "--model", "resnet50", "--gpu", "v100", "--train", "--gpus", "8", "--grad-accum", "2")
+    assert r.returncode == 2 and "global batch" in r.stderr
+    suggested = re.search(r"--batch (\d+) for", r.stderr)
+    assert suggested and int(suggested.group(1)) % 16 == 0
+    ok = run_cli("predict", "--model", "resnet50", "--gpu", "v100", "--train", "--gpus", "8", "--grad-accum", "2",
+                 "--batch", suggested.group(1), "--json")
+    assert ok.returncode == 0 and json.loads(ok.stdout)["per_gpu_batch"] * 16 == int(suggested.group(1))
 
 
 def _predict_on_dgx1_linked_by(tmp_path, intra_link: str):
