@@ -95,11 +95,11 @@ def test_shipped_dataset_holds_out_whole_blocks_and_cites_every_source():
     assert data["kind"] == "gpu-steps" and data["holdout_rule"]
     blocks = source_blocks(data)
     rows = gpu_steps.rows(data)
-    first = [block for block, _ in rows if block.later_set is None]
+    first = [block for block, _ in rows if block.held_out_set is None]
     assert len(first) >= 60
     held = sum(block.holdout for block in first)
     assert 0.25 <= held / len(first) <= 0.40  # about a third, by whole blocks (holdout is a block field only)
-    sets = [block.later_set for block, _ in rows]
+    sets = [block.held_out_set for block, _ in rows]
     assert sets.count("fresh") >= 20 and sets.count("third") >= 20  # later held-out sets, every block held out
     assert all(b.citation for b in blocks if b.kind == "published")
     assert all(not {"holdout", "held_out_set"} & set(row) for b in data["sources"] for row in b["rows"])

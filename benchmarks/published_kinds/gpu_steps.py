@@ -189,7 +189,7 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
         except RooflineError as exc:
             raise DatasetError(f"{block.id} row {row.id}: {exc}") from None
         comparisons.append(Comparison(
-            row_id=row.id, source_id=block.id, holdout=block.holdout, later_set=block.later_set,
+            row_id=row.id, source_id=block.id, holdout=block.holdout, later_set=block.held_out_set,
             published=row.published_step_s,
             predicted=predicted, settings=row.settings(),
             groups={"model": row.model, "gpu": row.gpu, "mode": row.mode, "precision": row.precision,

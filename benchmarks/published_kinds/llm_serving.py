@@ -18,7 +18,7 @@ import math
 import statistics
 from typing import Any
 
-from benchmarks.published_kinds.record import Comparison, DatasetError, source_blocks
+from benchmarks.published_kinds.record import Comparison, DatasetError, SourceBlock, source_blocks
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
 from roofline.model.llm_precision import serving_precision
@@ -109,7 +109,7 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
                         f"{' static cache ' + str(row['static_cache']) if row.get('static_cache') else ''}"
                         f"{' ' + row['decode_attention'] + ' decode attention' if row.get('decode_attention') else ''}")
             out.append(Comparison(
-                row_id=str(row["id"]), source_id=block.id, holdout=block.holdout, later_set=block.later_set,
+                row_id=str(row["id"]), source_id=block.id, holdout=block.holdout, later_set=block.held_out_set,
                 published=published_time_s(row),
                 predicted=predicted_time_s(row, p), settings=settings,
                 groups={"model": row["model"], "gpu": row["gpu"], "precision": row["precision"],
@@ -126,12 +126,18 @@ EXTRA_COLUMNS = [
 
 def legend(dataset: dict[str, Any]) -> list[str]:
     blocks = source_blocks(dataset)
-    held = [b for b in blocks if b.holdout and not b.later_set]
-    fresh = [b for b in blocks if b.later_set == "fresh"]
+    held = [b for b in blocks if b.holdout and not b.held_out_set]
+    fresh = [b for b in blocks if b.held_out_set == "fresh"]
     lines = [f"Dataset: benchmarks/published/llm-serving.yaml, {sum(len(b.rows) for b in blocks)} rows from "
              f"{len(blocks)} source blocks; held out: {', '.join(b.id for b in held)} "
              f"({sum(len(b.rows) for b in held)} rows); fresh held-out: {', '.join(b.id for b in fresh)} "
              f"({sum(len(b.rows) for b in fresh)} rows).",
              f"Held-out rule: {dataset.get('holdout_rule', 'not stated')}", "", "Sources:"]
-    labels = {b.id: f" ({b.later_set} held-out)" if b.later_set else " (held out)" if b.holdout else "" for b in blocks}
-    return lines + [f"- `{b.id}`{labels[b.id]}: {b.citation or b.script} ({b.framework})" for b in blocks]
+    return lines + [f"- `{b.id}`{_part_label(b)}: {b.citation or b.script} ({b.framework})" for b in blocks]
+
+
+def _part_label(block: SourceBlock) -> str:
+    """' (fresh held-out)', ' (held out)' or '' after a source's id in the legend."""
+    if block.held_out_set:
+        return f" ({block.held_out_set} held-out)"
+    return " (held out)" if block.holdout else ""

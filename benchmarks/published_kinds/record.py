@@ -68,14 +68,9 @@ class SourceBlock(BaseModel):
         return self
 
     @property
-    def later_set(self) -> str | None:
-        """The later held-out set the block belongs to (`HELD_OUT_SETS`), None for the fitted or first part."""
-        return self.held_out_set
-
-    @property
     def part(self) -> str:
         """The part its rows are reported in (`part_of`)."""
-        return part_of(self.holdout, self.later_set)
+        return part_of(self.holdout, self.held_out_set)
 
     def merged_rows(self) -> list[dict[str, Any]]:
         """Each row with the block's defaults filled in."""
@@ -125,7 +120,7 @@ class Comparison:
     extra: dict[str, Any] = field(default_factory=dict)
     """Comparer-specific facts shown beside the error (predicted memory, whether the batch fits, ...)."""
     later_set: str | None = None
-    """The later held-out set of its block (`SourceBlock.later_set`)."""
+    """The later held-out set of its block (`SourceBlock.held_out_set`)."""
 
     @property
     def part(self) -> str:
