@@ -111,6 +111,9 @@ class PredictResult(Result):
     charged); 'model': a model's step, or an op priced as one of its layers (`in_model`)."""
     data: str = "pageable"
     """Where each step's input came from (`--data`: pageable, pinned, prefetched, device)."""
+    track_record: dict[str, Any] | None = None
+    """On a GPU, how far predictions of held-out published runs like this step landed (`cell`, `rows`,
+    `median_error`, `implied_step_time_s`, `text`); None for an op, a CPU, or a kind of run the record lacks."""
 
 
 class SweepRow(BatchRow):
@@ -366,10 +369,19 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
                        "memory_bytes": p.memory.total} for p in preds]
     out["context"] = "alone" if opts.alone else "model"
     out["data"] = opts.data
+    out["track_record"] = None if req.op else _track_record(preds[0], req.model, opts.autocast)
     result = PredictResult(**out)
     if target is not None:
         result.html = _write_report(target, profile, hw or gpu or cpu or "", result, None, force)
     return result
+
+
+def _track_record(pred: Any, model: str | None, autocast: bool) -> dict[str, Any] | None:
+    """How far predictions like this step's landed from held-out published runs (`roofline.advise.track_record`)."""
+    from roofline.advise.track_record import model_family, step_record
+
+    record = step_record(pred, model_family(model), autocast)
+    return record.as_dict(pred.step_time_s) if record else None
 
 
 def _advice_dict(advice: Any) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from benchmarks.published_kinds.record import (
     first_error,
     source_blocks,
 )
+from roofline.advise.track_record import precision_class
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
 from roofline.model.data_placement import get_placement
@@ -197,7 +198,9 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
             extra={"memory_bytes": pred.memory.total, "capacity_bytes": pred.capacity_bytes, "fits": pred.fits,
                    "published_samples_per_s": row.batch / row.published_step_s,
                    "predicted_samples_per_s": row.batch / predicted,
-                   "other_predictions": dict(row.other_predictions)}))
+                   "other_predictions": dict(row.other_predictions),
+                   "precision_class": precision_class(row.precision, model_in_16_bit=row.amp_engine == "apex-o2"),
+                   "bound": "host" if pred.host_s > pred.device_s else "device"}))
     return comparisons
 
 

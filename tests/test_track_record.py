@@ -1,0 +1,113 @@
+"""The track record quoted beside GPU predictions: the shipped rows must be the committed comparison's held-out
+rows, and a prediction must quote the statistics of exactly the rows its cell holds (recomputed here from the
+comparison, not from the module's own output)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmarks.published_kinds import gpu_steps
+from roofline import api
+from roofline.advise import track_record as tr
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPARISON = json.loads((ROOT / "benchmarks/results/published-gpu.json").read_text())
+HELD_OUT = [r for r in COMPARISON["rows"] if r["holdout"]]
+
+
+def _cell_rows(**cell: str) -> list[dict]:
+    """The comparison's held-out rows in a cell, read from the comparison's own fields."""
+    out = []
+    for r in HELD_OUT:
+        fields = {"family": r["groups"]["family"], "mode": r["groups"]["mode"],
+                  "precision_class": r["extra"]["precision_class"], "bound": r["extra"]["bound"]}
+        if all(fields[k] == v for k, v in cell.items()):
+            out.append(r)
+    return out
+
+
+def test_shipped_rows_are_the_comparisons_held_out_rows():
+    shipped = {r["row_id"]: r for r in tr.record_rows()}
+    assert len(shipped) == len(HELD_OUT) > 200
+    for r in HELD_OUT:
+        s = shipped[r["row_id"]]
+        assert s["error"] == r["error"]
+        assert (s["family"], s["mode"], s["precision_class"], s["bound"]) == (
+            r["groups"]["family"], r["groups"]["mode"], r["extra"]["precision_class"], r["extra"]["bound"])
+    assert not {r["row_id"] for r in COMPARISON["rows"] if not r["holdout"]} & set(shipped)
+
+
+def test_precision_class_follows_each_rows_recorded_settings():
+    dataset = yaml.safe_load((ROOT / "benchmarks/published/gpu-steps.yaml").read_text())
+    by_id = {r["row_id"]: r for r in COMPARISON["rows"]}
+    for _, row in gpu_steps.rows(dataset):
+        expected = ("32-bit" if row.precision in ("fp32", "tf32")
+                    else "16-bit model" if row.precision == "fp16" or row.amp_engine == "apex-o2" else "autocast")
+        assert by_id[row.id]["extra"]["precision_class"] == expected, row.id
+
+
+def test_bound_is_the_predictions_host_against_device():
+    dataset = yaml.safe_load((ROOT / "benchmarks/published/gpu-steps.yaml").read_text())
+    by_id = {r["row_id"]: r for r in COMPARISON["rows"]}
+    rows = {row.id: row for _, row in gpu_steps.rows(dataset)}
+    for row_id in ("dle-v100-infer-fp32-b1", "dle-a100-80gb-tf32-b256"):
+        _, pred, _, _ = gpu_steps._predict(rows[row_id])
+        assert by_id[row_id]["extra"]["bound"] == ("host" if pred.host_s > pred.device_s else "device")
+
+
+def test_predict_quotes_its_cells_rows_and_the_time_they_imply():
+    result = api.predict("resnet50", gpu="a100", batch=256, precision="amp", train=True)
+    record = result.track_record
+    cell = {"family": "vision", "mode": "train", "precision_class": "autocast", "bound": "device"}
+    rows = _cell_rows(**cell)
+    assert record["cell"] == cell
+    assert sorted(record["row_ids"]) == sorted(r["row_id"] for r in rows)
+    errors = [r["error"] for r in rows]
+    assert record["median_error"] == pytest.approx(statistics.median(errors))
+    q1, _, q3 = statistics.quantiles(errors, n=4, method="inclusive")
+    assert record["middle_half_error"] == pytest.approx([q1, q3])
+    implied = record["implied_step_time_s"]
+    assert implied["median"] == pytest.approx(result.step_time_s / (1 + statistics.median(errors)))
+    assert implied["low"] == pytest.approx(result.step_time_s / (1 + q3))
+    assert implied["high"] == pytest.approx(result.step_time_s / (1 + q1))
+    assert implied["low"] <= implied["median"] <= implied["high"]
+
+
+def test_a_cell_with_too_few_rows_is_widened_and_says_so():
+    cell = {"family": "text", "mode": "train", "precision_class": "autocast", "bound": "device"}
+    assert len(_cell_rows(**cell)) < tr.MIN_ROWS
+    record = api.predict("bert-base", gpu="h100", batch=320, seq_len=384, precision="amp", train=True).track_record
+    wider = {k: v for k, v in cell.items() if k != "family"}
+    assert record["cell"] == wider
+    assert record["rows"] == len(_cell_rows(**wider))
+    assert "any model family" in record["text"]
+
+
+def test_half_precision_text_training_quotes_the_records_apex_o2_rows():
+    record = api.predict("bert-base", gpu="h100", batch=320, seq_len=384, precision="fp16", train=True).track_record
+    rows = _cell_rows(family="text", mode="train", precision_class="16-bit model", bound="device")
+    assert record["rows"] == len(rows) >= tr.MIN_ROWS
+    assert record["median_error"] == pytest.approx(statistics.median(r["error"] for r in rows))
+
+
+def test_cpu_steps_and_ops_have_no_record():
+    assert api.predict("resnet50", cpu="textbook-cpu", batch=1).track_record is None
+    assert api.predict(op="gemm(m=1024,n=1024,k=1024)", gpu="a100").track_record is None
+
+
+def test_the_cli_prints_it_and_advise_gives_it_as_a_reason():
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "roofline", *args], capture_output=True, text=True, cwd=ROOT)
+
+    text = run("predict", "--model", "resnet50", "--gpu", "a100", "--batch", "256", "--precision", "amp")
+    assert text.returncode == 0 and "Track record:" in text.stdout
+    advice = json.loads(run("advise", "--model", "resnet50", "--gpu", "a100", "--train", "--json").stdout)
+    reasons = [r for r in advice["reasons"] if r["kind"] == "track_record"]
+    assert len(reasons) == 1 and reasons[0]["rows"] >= tr.MIN_ROWS
