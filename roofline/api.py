@@ -639,6 +639,7 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
     replicated (`lm_head`); `static_cache` is transformers' StaticCache length (graph runtime);
     `decode_attention` the decode kernel ('grouped', or TensorRT-LLM's 'per-head' masked MHA);
     `expert_precision` a mixture of experts' 16-bit type where it differs from `precision`."""
+    from roofline.advise.track_record import serving_records
     from roofline.model.llm_step import predict_serving as predict_request
     from roofline.model.llm_step import require_fit, tensor_parallel_group
     from roofline.report.serving_doc import prediction_dict
@@ -656,6 +657,9 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
         for p in preds:
             require_fit(p)
     out = prediction_dict(preds[0])
+    first = preds[0]
+    out["track_record"] = serving_records(runtime, first.batch, gpus, first.ttft_s, first.tpot_s) if (
+        profile.kind == "gpu") else None
     out["batches"] = [{"batch_size": p.batch, "ttft_s": p.ttft_s, "tpot_s": p.tpot_s,
                        "tokens_per_s": p.tokens_per_s, "memory_bytes": p.memory.total} for p in preds]
     if tp is not None:

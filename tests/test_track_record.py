@@ -1,6 +1,6 @@
-"""The track record quoted beside GPU predictions: the shipped rows must be the committed comparison's held-out
+"""The track record quoted beside GPU predictions: the shipped rows must be the committed comparisons' held-out
 rows, and a prediction must quote the statistics of exactly the rows its cell holds (recomputed here from the
-comparison, not from the module's own output)."""
+comparisons, not from the module's own output)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from roofline.advise import track_record as tr
 ROOT = Path(__file__).resolve().parents[1]
 COMPARISON = json.loads((ROOT / "benchmarks/results/published-gpu.json").read_text())
 HELD_OUT = [r for r in COMPARISON["rows"] if r["holdout"]]
+SERVING = json.loads((ROOT / "benchmarks/results/published-llm-serving.json").read_text())
+SERVING_HELD_OUT = [r for r in SERVING["rows"] if r["holdout"]]
 
 
 def _cell_rows(**cell: str) -> list[dict]:
@@ -73,7 +75,7 @@ def test_predict_quotes_its_cells_rows_and_the_time_they_imply():
     assert record["median_error"] == pytest.approx(statistics.median(errors))
     q1, _, q3 = statistics.quantiles(errors, n=4, method="inclusive")
     assert record["middle_half_error"] == pytest.approx([q1, q3])
-    implied = record["implied_step_time_s"]
+    implied = record["implied_time_s"]
     assert implied["median"] == pytest.approx(result.step_time_s / (1 + statistics.median(errors)))
     assert implied["low"] == pytest.approx(result.step_time_s / (1 + q3))
     assert implied["high"] == pytest.approx(result.step_time_s / (1 + q1))
@@ -111,3 +113,58 @@ def test_the_cli_prints_it_and_advise_gives_it_as_a_reason():
     advice = json.loads(run("advise", "--model", "resnet50", "--gpu", "a100", "--train", "--json").stdout)
     reasons = [r for r in advice["reasons"] if r["kind"] == "track_record"]
     assert len(reasons) == 1 and reasons[0]["rows"] >= tr.MIN_ROWS
+
+
+def _serving_rows(**cell: str) -> list[dict]:
+    return [r for r in SERVING_HELD_OUT if all(r["extra"][k] == v for k, v in cell.items())]
+
+
+def test_shipped_serving_rows_are_the_comparisons_held_out_rows():
+    shipped = {r["row_id"]: r for r in tr.record_rows(tr.SERVING)}
+    assert len(shipped) == len(SERVING_HELD_OUT) > 100
+    for r in SERVING_HELD_OUT:
+        s = shipped[r["row_id"]]
+        assert s["error"] == r["error"]
+        assert (s["phase"], s["runtime"], s["batch"], s["gpus"]) == (
+            r["extra"]["phase"], r["extra"]["runtime"], r["extra"]["batch"], r["extra"]["gpus"])
+
+
+def test_serving_keys_follow_each_rows_settings():
+    for r in SERVING["rows"]:
+        first = r["groups"]["metric"] in ("ttft_s", "prefill_tokens_per_s")
+        assert r["extra"]["phase"] == ("first_token" if first else "output_tokens"), r["row_id"]
+        assert r["extra"]["batch"] == ("1" if " B=1 " in r["settings"] else "batched"), r["row_id"]
+        assert r["extra"]["gpus"] == ("tensor_parallel" if " TP=" in r["settings"] else "1"), r["row_id"]
+        words = r["settings"].split()
+        after_output = words[next(i for i, w in enumerate(words) if w.startswith("O=")) + 1]
+        assert r["extra"]["runtime"] == after_output, r["row_id"]
+
+
+def test_a_served_model_quotes_each_phases_cell():
+    out = api.predict_serving("llama-2-7b", gpu="h100", batch=1, prompt_len=128, output_len=128, runtime="graph")
+    first = _serving_rows(phase="first_token", runtime="graph", batch="1", gpus="1")
+    record = out["track_record"]["first_token"]
+    assert record["rows"] == len(first) >= tr.MIN_ROWS
+    median = statistics.median(r["error"] for r in first)
+    assert record["median_error"] == pytest.approx(median)
+    assert record["implied_time_s"]["median"] == pytest.approx(out["ttft_s"] / (1 + median))
+    assert len(_serving_rows(phase="output_tokens", runtime="graph", batch="1", gpus="1")) < tr.MIN_ROWS
+    widened = out["track_record"]["output_tokens"]
+    assert widened["cell"] == {"phase": "output_tokens", "runtime": "graph", "batch": "1"}
+    assert widened["rows"] == len(_serving_rows(phase="output_tokens", runtime="graph", batch="1"))
+    assert "one GPU or tensor-parallel" in widened["text"]
+
+
+def test_no_record_where_no_held_out_run_is_of_that_runtime_or_batch():
+    assert not _serving_rows(runtime="eager")
+    out = api.predict_serving("llama-2-7b", gpu="h100", batch=1, prompt_len=128, output_len=128, runtime="eager")
+    assert out["track_record"] is None
+    assert not _serving_rows(phase="first_token", batch="batched")
+    out = api.predict_serving("llama-2-7b", gpu="h100", batch=16, prompt_len=128, output_len=128, runtime="graph")
+    assert set(out["track_record"]) == {"output_tokens"}
+
+
+def test_serving_advice_carries_the_record_and_says_it():
+    advice = api.advise_serving("llama-2-7b", gpu="h100", prompt_len=512, output_len=128, runtime="graph")
+    assert advice["track_record"]["output_tokens"]["rows"] >= tr.MIN_ROWS
+    assert advice["track_record"]["output_tokens"]["text"] in advice["reasons"]

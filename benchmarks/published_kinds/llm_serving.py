@@ -61,6 +61,10 @@ def check_targets(parts: dict[str, list[Comparison]]) -> list[dict[str, Any]]:
     return checks
 
 
+FIRST_TOKEN_METRICS = ("ttft_s", "prefill_tokens_per_s")
+"""The metrics whose time is the first token's (`roofline.advise.track_record.SERVING`'s phase)."""
+
+
 def published_time_s(row: dict[str, Any]) -> float:
     """The time the row's figure implies: batch / rate for a token rate per step, B x O / rate for a request."""
     metric, value, batch = row["metric"], float(row["value"]), row["batch"]
@@ -114,7 +118,10 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
                 predicted=predicted_time_s(row, p), settings=settings,
                 groups={"model": row["model"], "gpu": row["gpu"], "precision": row["precision"],
                         "metric": row["metric"], "source": block.id},
-                extra={"figure": f"{row['value']:g} {row['metric']}", "fits": p.fits}))
+                extra={"figure": f"{row['value']:g} {row['metric']}", "fits": p.fits,
+                       "phase": "first_token" if row["metric"] in FIRST_TOKEN_METRICS else "output_tokens",
+                       "runtime": row["runtime"], "batch": "1" if row["batch"] == 1 else "batched",
+                       "gpus": "tensor_parallel" if row.get("gpus", 1) > 1 else "1"}))
     return out
 
 

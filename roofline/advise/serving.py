@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
+from roofline.advise.track_record import serving_records
 from roofline.errors import DoesNotFit
 from roofline.model.ceilings import compute_dtype_for
 from roofline.model.llm_precision import ServingPrecision, serving_precision
@@ -33,6 +35,9 @@ class ServingAdvice:
     """Each prediction and whether it meets the latency targets."""
     reasons: list[str]
     numbers: dict[str, float | int | None]
+    track_record: dict[str, Any] | None = None
+    """How far held-out published runs of the recommended configuration's kind landed, per phase
+    (`roofline.advise.track_record.serving_records`)."""
 
 
 def candidate_precisions(profile, requested: str, kv: str | None, group_size: int) -> list[ServingPrecision]:
@@ -93,8 +98,12 @@ def advise_serving(cfg: DecoderConfig, profile, prompt: int, output: int, runtim
                          "several (--gpus N)")
     ok = [p for p, meets in sweep if meets]
     best = max(ok, key=lambda p: (p.tokens_per_s, -p.batch)) if ok else None
-    reasons, numbers = _reasons(cfg, best or sweep[0][0], limits, tpot_s, ttft_s, ok)
-    return ServingAdvice(cfg.name, profile.name, prompt, output, runtime, best, limits, sweep, reasons, numbers)
+    shown = best or sweep[0][0]
+    reasons, numbers = _reasons(cfg, shown, limits, tpot_s, ttft_s, ok)
+    records = serving_records(runtime, shown.batch, shown.gpus, shown.ttft_s, shown.tpot_s)
+    reasons += [r["text"] for r in (records or {}).values()]
+    return ServingAdvice(cfg.name, profile.name, prompt, output, runtime, best, limits, sweep, reasons, numbers,
+                         records)
 
 
 def _reasons(cfg: DecoderConfig, p: ServingPrediction, limits: dict[str, int], tpot_s: float | None,

@@ -1,20 +1,22 @@
-"""How far this tool's GPU step predictions landed from published runs like the user's: the held-out rows of the
-published record (benchmarks/results/published-gpu.md), shipped as `gpu_track_record.json`, matched to a step by
-its model family, mode, precision class and whether the host or the device bounds it.
+"""How far this tool's GPU predictions landed from published runs like the user's: the held-out rows of the
+published record (benchmarks/results/published-gpu.md for training and inference steps, published-llm-serving.md
+for served language models), shipped as `gpu_track_record.json` and `llm_track_record.json`, matched to a
+prediction by the keys each record kind names.
 
 Why: a prediction is the mechanisms' answer, and the record shows where the mechanisms are known to miss. Apex-O2
 and `.half()` BERT steps ran 1.1-1.3x the predicted time in every part of the record; batch-1 inference on the
-record's 2017-2020 hosts ran about 2x; most other kinds of run centre within a few percent. A user choosing
-hardware should see that beside the number. The prediction itself is never corrected by these figures: nothing
-is fitted, the record's spread is reported next to it.
+record's 2017-2020 hosts ran about 2x; TensorRT-LLM's first tokens took about 1.3x; most other kinds of run centre
+within a few percent. A user choosing hardware should see that beside the number. The prediction itself is never
+corrected by these figures: nothing is fitted, the record's spread is reported next to it.
 
-The file is written by `python benchmarks/track_record.py` from the committed comparison and checked against it by
-tests/test_track_record.py."""
+The files are written by `python benchmarks/track_record.py` from the committed comparisons and checked against
+them by tests/test_track_record.py."""
 
 from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -22,19 +24,63 @@ from typing import Any
 
 from roofline.errors import UnknownName
 from roofline.model.step import StepPrediction
+from roofline.units import format_si
 from roofline.workload.request import is_user_module
 from roofline.workload.zoo import get_model
 
-RECORD_FILE = "gpu_track_record.json"
-KEYS = ("family", "mode", "precision_class", "bound")
-"""What a row of the record is matched on, most specific first."""
-FALLBACK = (KEYS, KEYS[1:], KEYS[2:], KEYS[3:])
-"""The cells tried in order: the model family is dropped first, then the mode, then the precision class; the
-bound stays, because host-bound rows miss by the host's speed, which no GPU figure describes."""
 MIN_ROWS = 5
 """Fewest held-out rows a cell needs before its spread is quoted; fewer make a median of noise."""
 PRECISION_CLASS_LABEL = {"32-bit": "fp32/TF32", "autocast": "AMP under torch.autocast",
                          "16-bit model": "the model itself in 16-bit (apex O2, .half())"}
+
+
+def _step_label(key: str, value: str | None) -> str:
+    """A step cell's key in words; a key the cell was widened over (too few rows of the user's kind) says so."""
+    if key == "family":
+        return f"{value} models" if value else "any model family"
+    if key == "mode":
+        return {"train": "training", "inference": "inference", None: "training or inference"}[value]
+    if key == "precision_class":
+        return PRECISION_CLASS_LABEL[value] if value else "any precision"
+    return f"{value}-bound"
+
+
+def _serving_label(key: str, value: str | None) -> str:
+    if key == "phase":
+        return {"first_token": "time to first token", "output_tokens": "time per output token or per request"}[
+            str(value)]
+    if key == "runtime":
+        return f"{value} runtime"
+    if key == "batch":
+        return "batch 1" if value == "1" else "batch above 1"
+    return {"tensor_parallel": "tensor-parallel", "1": "one GPU", None: "one GPU or tensor-parallel"}[value]
+
+
+@dataclass(frozen=True)
+class RecordKind:
+    """One published record as shipped: its file, the keys a row is matched on (most specific cell first, then
+    the wider ones tried in order) and how a key reads."""
+
+    file: str
+    report: str
+    """The comparison the rows come from, named in every sentence."""
+    keys: tuple[str, ...]
+    fallback: tuple[tuple[str, ...], ...]
+    label: Callable[[str, str | None], str]
+
+
+STEPS = RecordKind("gpu_track_record.json", "benchmarks/results/published-gpu.md",
+                   ("family", "mode", "precision_class", "bound"),
+                   (("family", "mode", "precision_class", "bound"), ("mode", "precision_class", "bound"),
+                    ("precision_class", "bound"), ("bound",)), _step_label)
+"""Training and inference steps: the model family is dropped first, then the mode, then the precision class; the
+bound stays, because host-bound rows miss by the host's speed, which no GPU figure describes."""
+SERVING = RecordKind("llm_track_record.json", "benchmarks/results/published-llm-serving.md",
+                     ("phase", "runtime", "batch", "gpus"),
+                     (("phase", "runtime", "batch", "gpus"), ("phase", "runtime", "batch")), _serving_label)
+"""Served language models: only tensor parallelism is dropped. The runtime stays (an eager Python loop misses by
+its host, a compiled engine by its kernels), and so do the phase and whether one sequence or many run (a first
+token at batch 1 carries the request's fixed costs, which a batch of long prompts buries)."""
 
 
 def precision_class(precision: str, model_in_16_bit: bool = False) -> str | None:
@@ -55,6 +101,7 @@ class TrackRecord:
     """The held-out published rows of one cell and how far their predictions were from them (error = predicted /
     published - 1, so the published time is the predicted one over 1 + error)."""
 
+    kind: RecordKind
     cell: dict[str, str]
     row_ids: tuple[str, ...]
     errors: tuple[float, ...]
@@ -69,53 +116,43 @@ class TrackRecord:
         q1, _, q3 = statistics.quantiles(self.errors, n=4, method="inclusive")
         return q1, q3
 
-    def as_dict(self, predicted_s: float) -> dict[str, Any]:
-        """The cell, its rows and spread, and what the predicted step would take by that record, with a sentence."""
+    def as_dict(self, predicted_s: float, quantity: str = "step") -> dict[str, Any]:
+        """The cell, its rows and spread, and what the predicted `quantity` would take by that record, with a
+        sentence."""
         q1, q3 = self.middle_half
         ratio = 1 / (1 + self.median_error)
         low, high = 1 / (1 + q3), 1 / (1 + q1)
-        where = ", ".join(_describe(k, self.cell.get(k)) for k in KEYS)
+        where = ", ".join(self.kind.label(k, self.cell.get(k)) for k in self.kind.keys)
+        implied = {"median": predicted_s * ratio, "low": predicted_s * low, "high": predicted_s * high}
         text = (f"Track record: {len(self.errors)} held-out published runs like this one ({where}) took "
                 f"{ratio:.2f}x the predicted time at the median (middle half {low:.2f}-{high:.2f}x): by that "
-                f"record this step takes {predicted_s * ratio * 1e3:.3g} ms ({predicted_s * low * 1e3:.3g}-"
-                f"{predicted_s * high * 1e3:.3g} ms). The prediction is not corrected by it "
-                "(benchmarks/results/published-gpu.md).")
+                f"record this {quantity} takes {format_si(implied['median'], 's')} "
+                f"({format_si(implied['low'], 's')} to {format_si(implied['high'], 's')}). The prediction is not "
+                f"corrected by it ({self.kind.report}).")
         return {"cell": dict(self.cell), "rows": len(self.errors), "row_ids": list(self.row_ids),
                 "median_error": self.median_error, "middle_half_error": [q1, q3],
                 "published_over_predicted": {"median": ratio, "low": low, "high": high},
-                "implied_step_time_s": {"median": predicted_s * ratio, "low": predicted_s * low,
-                                        "high": predicted_s * high},
+                "implied_time_s": implied,
                 "text": text}
 
 
-def _describe(key: str, value: str | None) -> str:
-    """A cell's key in words; a key the cell was widened over (too few rows of the user's kind) says so."""
-    if key == "family":
-        return f"{value} models" if value else "any model family"
-    if key == "mode":
-        return {"train": "training", "inference": "inference", None: "training or inference"}[value]
-    if key == "precision_class":
-        return PRECISION_CLASS_LABEL[value] if value else "any precision"
-    return f"{value}-bound"
-
-
-@lru_cache(maxsize=1)
-def record_rows() -> tuple[dict[str, Any], ...]:
-    """The shipped held-out rows: row_id, source_id, the four KEYS and error."""
-    text = resources.files("roofline.advise").joinpath(RECORD_FILE).read_text()
+@lru_cache(maxsize=2)
+def record_rows(kind: RecordKind = STEPS) -> tuple[dict[str, Any], ...]:
+    """The shipped held-out rows of a record: row_id, source_id, the kind's keys and error."""
+    text = resources.files("roofline.advise").joinpath(kind.file).read_text()
     return tuple(json.loads(text)["rows"])
 
 
-def find_record(cell: dict[str, str | None]) -> TrackRecord | None:
-    """The most specific cell of FALLBACK with at least MIN_ROWS held-out rows matching `cell`, or None when no
-    cell has that many. A cell that needs a key `cell` has no value for (a traced module has no zoo family) is
-    passed over."""
-    for keys in FALLBACK:
+def find_record(cell: dict[str, str | None], kind: RecordKind = STEPS) -> TrackRecord | None:
+    """The most specific cell of the kind's fallback with at least MIN_ROWS held-out rows matching `cell`, or None
+    when no cell has that many. A cell that needs a key `cell` has no value for (a traced module has no zoo
+    family) is passed over."""
+    for keys in kind.fallback:
         if any(cell.get(k) is None for k in keys):
             continue
-        rows = [r for r in record_rows() if all(r[k] == cell[k] for k in keys)]
+        rows = [r for r in record_rows(kind) if all(r[k] == cell[k] for k in keys)]
         if len(rows) >= MIN_ROWS:
-            return TrackRecord({k: str(cell[k]) for k in keys}, tuple(r["row_id"] for r in rows),
+            return TrackRecord(kind, {k: str(cell[k]) for k in keys}, tuple(r["row_id"] for r in rows),
                                tuple(r["error"] for r in rows))
     return None
 
@@ -132,6 +169,26 @@ def step_record(pred: StepPrediction, family: str | None, autocast: bool) -> Tra
                         "bound": "host" if pred.host_s > pred.device_s else "device"})
 
 
+def serving_records(runtime: str, batch: int, gpus: int, ttft_s: float, tpot_s: float) -> dict[str, Any] | None:
+    """The records for a served model's two predicted times, first token and per output token (None where the
+    record has no cell of that runtime and batch)."""
+    cell = {"runtime": runtime, "batch": "1" if batch == 1 else "batched",
+            "gpus": "tensor_parallel" if gpus > 1 else "1"}
+    out = {}
+    for phase, quantity, seconds in (("first_token", "first token", ttft_s), ("output_tokens", "output token",
+                                                                                tpot_s)):
+        record = find_record({"phase": phase, **cell}, SERVING)
+        if record:
+            out[phase] = record.as_dict(seconds, quantity)
+    return out or None
+
+
+def track_record_reason(pred: StepPrediction, model: str | None, autocast: bool) -> dict[str, Any] | None:
+    """The advice's reason of kind `track_record`: the record's spread for the recommended step, or None."""
+    record = step_record(pred, model_family(model), autocast)
+    return {"kind": "track_record", **record.as_dict(pred.step_time_s)} if record else None
+
+
 def model_family(model: str | None) -> str | None:
     """The zoo family of a model name; None for a traced module (`module:attr`, or an instance's class name) or
     no model (an `--op`): the record's cells then start without the family."""
@@ -141,9 +198,3 @@ def model_family(model: str | None) -> str | None:
         return get_model(model).family
     except UnknownName:
         return None
-
-
-def track_record_reason(pred: StepPrediction, model: str | None, autocast: bool) -> dict[str, Any] | None:
-    """The advice's reason of kind `track_record`: the record's spread for the recommended step, or None."""
-    record = step_record(pred, model_family(model), autocast)
-    return {"kind": "track_record", **record.as_dict(pred.step_time_s)} if record else None

@@ -68,5 +68,5 @@ def advice_dict(a: Any) -> dict[str, Any]:
                         "memory_bytes": r.memory.total if r else None},
         "max_batch_size": max(a.max_batch_by_precision.values()),
         "max_batch_size_by_precision": a.max_batch_by_precision,
-        "sweep": rows, "reasons": a.reasons, "reason_numbers": a.numbers,
+        "sweep": rows, "reasons": a.reasons, "reason_numbers": a.numbers, "track_record": a.track_record,
     }
