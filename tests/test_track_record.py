@@ -168,3 +168,31 @@ def test_serving_advice_carries_the_record_and_says_it():
     advice = api.advise_serving("llama-2-7b", gpu="h100", prompt_len=512, output_len=128, runtime="graph")
     assert advice["track_record"]["output_tokens"]["rows"] >= tr.MIN_ROWS
     assert advice["track_record"]["output_tokens"]["text"] in advice["reasons"]
+
+
+@pytest.mark.parametrize("row_id", ["dle-t4-infer-fp32-b1", "lambda-v2-h100-sxm5-amp-bert",
+                                    "neusight-h100sxm-bert-large-train-b8",
+                                    "dle-bert2022-a100-80gb-fp16-squad-infer-b32",
+                                    "timm-nhwc-4090-infer-mobilenetv3-small"])
+def test_the_shipped_step_errors_are_the_current_models(row_id):
+    """The record quotes the committed comparison; a model change must be followed by published.py and
+    track_record.py, or these rows' errors no longer match what the model predicts now."""
+    dataset = yaml.safe_load((ROOT / "benchmarks/published/gpu-steps.yaml").read_text())
+    row = next(r for _, r in gpu_steps.rows(dataset) if r.id == row_id)
+    predicted, *_ = gpu_steps._predict(row)
+    shipped = next(r for r in tr.record_rows() if r["row_id"] == row_id)
+    assert predicted / row.published_step_s - 1 == pytest.approx(shipped["error"], rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def serving_errors() -> dict[str, float]:
+    from benchmarks.published_kinds import llm_serving
+
+    dataset = yaml.safe_load((ROOT / "benchmarks/published/llm-serving.yaml").read_text())
+    return {str(c.row_id): c.error for c in llm_serving.compare(dataset)}
+
+
+@pytest.mark.parametrize("row_id", ["trtllm-v090-a100-17", "trtllm-v090-a100-13", "gpt-fast-llama3-5"])
+def test_the_shipped_serving_errors_are_the_current_models(row_id, serving_errors):
+    shipped = next(r for r in tr.record_rows(tr.SERVING) if r["row_id"] == row_id)
+    assert serving_errors[row_id] == pytest.approx(shipped["error"], rel=1e-9)
