@@ -46,6 +46,7 @@ def _step_label(key: str, value: str | None) -> str:
 
 
 def _serving_label(key: str, value: str | None) -> str:
+    """A serving cell's key in words (only tensor parallelism is ever widened over)."""
     if key == "phase":
         return {"first_token": "time to first token", "output_tokens": "time per output token or per request"}[
             str(value)]
