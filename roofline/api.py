@@ -113,7 +113,10 @@ class PredictResult(Result):
     """Where each step's input came from (`--data`: pageable, pinned, prefetched, device)."""
     track_record: dict[str, Any] | None = None
     """On a GPU, how far predictions of held-out published runs like this step landed (`cell`, `rows`,
-    `median_error`, `implied_step_time_s`, `text`); None for an op, a CPU, or a kind of run the record lacks."""
+    `median_error`, `implied_time_s`, `text`); None for an op, a CPU, or a kind of run the record lacks."""
+    device_record: dict[str, Any] | None = None
+    """On a GPU, the record's held-out runs on this GPU (`rows`, `fitted_rows`, `median_error`, `text`); None on a
+    CPU."""
 
 
 class SweepRow(BatchRow):
@@ -370,6 +373,7 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
     out["context"] = "alone" if opts.alone else "model"
     out["data"] = opts.data
     out["track_record"] = None if req.op else _track_record(preds[0], req.model, opts.autocast)
+    out["device_record"] = _device_record(preds[0])
     result = PredictResult(**out)
     if target is not None:
         result.html = _write_report(target, profile, hw or gpu or cpu or "", result, None, force)
@@ -382,6 +386,13 @@ def _track_record(pred: Any, model: str | None, autocast: bool) -> dict[str, Any
 
     record = step_record(pred, model_family(model), autocast)
     return record.as_dict(pred.step_time_s) if record else None
+
+
+def _device_record(pred: Any) -> dict[str, Any] | None:
+    """How much of the published record is this GPU's (`roofline.advise.track_record.device_record`)."""
+    from roofline.advise.track_record import device_record
+
+    return device_record(pred.device) if pred.ceilings.is_gpu else None
 
 
 def _advice_dict(advice: Any) -> dict[str, Any]:
@@ -639,7 +650,7 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
     replicated (`lm_head`); `static_cache` is transformers' StaticCache length (graph runtime);
     `decode_attention` the decode kernel ('grouped', or TensorRT-LLM's 'per-head' masked MHA);
     `expert_precision` a mixture of experts' 16-bit type where it differs from `precision`."""
-    from roofline.advise.track_record import serving_records
+    from roofline.advise.track_record import SERVING, device_record, serving_records
     from roofline.model.llm_step import predict_serving as predict_request
     from roofline.model.llm_step import require_fit, tensor_parallel_group
     from roofline.report.serving_doc import prediction_dict
@@ -658,8 +669,9 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
             require_fit(p)
     out = prediction_dict(preds[0])
     first = preds[0]
-    out["track_record"] = serving_records(runtime, first.batch, gpus, first.ttft_s, first.tpot_s) if (
-        profile.kind == "gpu") else None
+    gpu = profile.kind == "gpu"
+    out["track_record"] = serving_records(runtime, first.batch, gpus, first.ttft_s, first.tpot_s) if gpu else None
+    out["device_record"] = device_record(first.device, SERVING) if gpu else None
     out["batches"] = [{"batch_size": p.batch, "ttft_s": p.ttft_s, "tpot_s": p.tpot_s,
                        "tokens_per_s": p.tokens_per_s, "memory_bytes": p.memory.total} for p in preds]
     if tp is not None:

@@ -16,6 +16,7 @@ import yaml
 from benchmarks.published_kinds import gpu_steps
 from roofline import api
 from roofline.advise import track_record as tr
+from roofline.hardware import find_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPARISON = json.loads((ROOT / "benchmarks/results/published-gpu.json").read_text())
@@ -43,6 +44,7 @@ def test_shipped_rows_are_the_comparisons_held_out_rows():
         assert s["error"] == r["error"]
         assert (s["family"], s["mode"], s["precision_class"], s["bound"]) == (
             r["groups"]["family"], r["groups"]["mode"], r["extra"]["precision_class"], r["extra"]["bound"])
+        assert s["device"] == find_profile(r["groups"]["gpu"]).name
     assert not {r["row_id"] for r in COMPARISON["rows"] if not r["holdout"]} & set(shipped)
 
 
@@ -113,6 +115,8 @@ def test_the_cli_prints_it_and_advise_gives_it_as_a_reason():
     advice = json.loads(run("advise", "--model", "resnet50", "--gpu", "a100", "--train", "--json").stdout)
     reasons = [r for r in advice["reasons"] if r["kind"] == "track_record"]
     assert len(reasons) == 1 and reasons[0]["rows"] >= tr.MIN_ROWS
+    device = [r for r in advice["reasons"] if r["kind"] == "device_record"]
+    assert len(device) == 1 and device[0]["device"] == advice["device"]
 
 
 def _serving_rows(**cell: str) -> list[dict]:
@@ -196,3 +200,31 @@ def serving_errors() -> dict[str, float]:
 def test_the_shipped_serving_errors_are_the_current_models(row_id, serving_errors):
     shipped = next(r for r in tr.record_rows(tr.SERVING) if r["row_id"] == row_id)
     assert serving_errors[row_id] == pytest.approx(shipped["error"], rel=1e-9)
+
+
+def _device_rows(comparison: dict, gpu: str, held_out: bool) -> list[dict]:
+    return [r for r in comparison["rows"] if r["holdout"] == held_out and r["groups"]["gpu"] == gpu]
+
+
+def test_a_gpu_the_record_has_runs_on_quotes_their_median():
+    result = api.predict("resnet50", gpu="h100-sxm5-80gb", batch=256, precision="amp", train=True)
+    rows = _device_rows(COMPARISON, "h100-sxm5-80gb", held_out=True)
+    record = result.device_record
+    assert record["device"] == result.device
+    assert record["rows"] == len(rows) >= tr.MIN_ROWS
+    assert record["fitted_rows"] == len(_device_rows(COMPARISON, "h100-sxm5-80gb", held_out=False))
+    assert record["median_error"] == pytest.approx(statistics.median(r["error"] for r in rows))
+
+
+def test_a_gpu_without_held_out_runs_says_the_prediction_rests_on_its_profile():
+    assert not _device_rows(COMPARISON, "a10g", held_out=True)
+    record = api.predict("resnet50", gpu="a10g", batch=64).device_record
+    assert record["rows"] == 0 and "no held-out published run" in record["text"]
+    assert api.predict("resnet50", cpu="textbook-cpu", batch=1).device_record is None
+
+
+def test_a_served_model_quotes_its_gpus_serving_rows():
+    out = api.predict_serving("llama-2-7b", gpu="h200", batch=1, prompt_len=128, output_len=128, runtime="graph")
+    rows = _device_rows(SERVING, "h200-sxm-141gb", held_out=True)
+    assert out["device_record"]["rows"] == len(rows) > 0
+    assert out["device_record"]["median_error"] == pytest.approx(statistics.median(r["error"] for r in rows))

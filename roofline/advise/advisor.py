@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from roofline.advise.advice import Advice
 from roofline.advise.reasons import explain_advice
-from roofline.advise.track_record import track_record_reason
+from roofline.advise.track_record import track_record_reasons
 from roofline.errors import DoesNotFit
 from roofline.hardware.schema import Profile
 from roofline.model.data_placement import get_placement
@@ -133,7 +133,6 @@ def advise(name: str, build: BuildWorkload, profile: Profile, train: bool, preci
         return predict_step(workload(batch), profile, prec, replace(opts, **get_placement(data).fields()))
 
     advice.reasons = explain_advice(advice, profile, predict, GOOD_ENOUGH_FRACTION, opts.data, placed)
-    if record := track_record_reason(advice.recommended, name, opts.autocast):
-        advice.reasons.append(record)
+    advice.reasons += track_record_reasons(advice.recommended, name, opts.autocast)
     return advice
 

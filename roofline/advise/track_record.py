@@ -138,10 +138,18 @@ class TrackRecord:
 
 
 @lru_cache(maxsize=2)
+def _record(kind: RecordKind) -> dict[str, Any]:
+    return json.loads(resources.files("roofline.advise").joinpath(kind.file).read_text())
+
+
+def reload() -> None:
+    """Read the shipped files again (after `benchmarks/track_record.py` rewrote them in this process)."""
+    _record.cache_clear()
+
+
 def record_rows(kind: RecordKind = STEPS) -> tuple[dict[str, Any], ...]:
-    """The shipped held-out rows of a record: row_id, source_id, the kind's keys and error."""
-    text = resources.files("roofline.advise").joinpath(kind.file).read_text()
-    return tuple(json.loads(text)["rows"])
+    """The shipped held-out rows of a record: row_id, source_id, device, the kind's keys and error."""
+    return tuple(_record(kind)["rows"])
 
 
 def find_record(cell: dict[str, str | None], kind: RecordKind = STEPS) -> TrackRecord | None:
@@ -156,6 +164,32 @@ def find_record(cell: dict[str, str | None], kind: RecordKind = STEPS) -> TrackR
             return TrackRecord(kind, {k: str(cell[k]) for k in keys}, tuple(r["row_id"] for r in rows),
                                tuple(r["error"] for r in rows))
     return None
+
+
+def device_record(device: str, kind: RecordKind = STEPS) -> dict[str, Any]:
+    """How much of the record is this GPU's: its held-out rows of any kind and their spread, or a sentence saying
+    the prediction rests on the profile and the mechanisms alone. A hardware chooser weighs a GPU the record has
+    seen many runs of differently from one it has seen none of."""
+    rows = [r for r in record_rows(kind) if r["device"] == device]
+    fitted = _record(kind)["fitted_rows_by_device"].get(device, 0)
+    seen = f" (and {fitted} fitted, which the mechanisms were chosen on)" if fitted else ""
+    out: dict[str, Any] = {"device": device, "rows": len(rows), "fitted_rows": fitted,
+                           "row_ids": [r["row_id"] for r in rows]}
+    if not rows:
+        return out | {"text": f"The record holds no held-out published run on {device}{seen}: this prediction "
+                              "rests on the profile's sourced figures and the mechanisms carried from other GPUs."}
+    errors = [r["error"] for r in rows]
+    median = statistics.median(errors)
+    spread = ""
+    if len(rows) >= MIN_ROWS:
+        q1, _, q3 = statistics.quantiles(errors, n=4, method="inclusive")
+        out["middle_half_error"] = [q1, q3]
+        spread = f" (middle half {1 / (1 + q3):.2f}-{1 / (1 + q1):.2f}x)"
+    out |= {"median_error": median,
+            "text": f"On {device} the record holds {len(rows)} held-out published run{'s' if len(rows) > 1 else ''}"
+                    f" of any kind{seen}, which took {1 / (1 + median):.2f}x the predicted time at the median"
+                    f"{spread}."}
+    return out
 
 
 def step_record(pred: StepPrediction, family: str | None, autocast: bool) -> TrackRecord | None:
@@ -184,10 +218,14 @@ def serving_records(runtime: str, batch: int, gpus: int, ttft_s: float, tpot_s: 
     return out or None
 
 
-def track_record_reason(pred: StepPrediction, model: str | None, autocast: bool) -> dict[str, Any] | None:
-    """The advice's reason of kind `track_record`: the record's spread for the recommended step, or None."""
+def track_record_reasons(pred: StepPrediction, model: str | None, autocast: bool) -> list[dict[str, Any]]:
+    """The advice's reasons of kinds `track_record` (the record's spread for the recommended step's kind) and
+    `device_record` (how much of the record is this GPU's); none on a CPU."""
+    if not pred.ceilings.is_gpu:
+        return []
     record = step_record(pred, model_family(model), autocast)
-    return {"kind": "track_record", **record.as_dict(pred.step_time_s)} if record else None
+    kinds = [{"kind": "track_record", **record.as_dict(pred.step_time_s)}] if record else []
+    return [*kinds, {"kind": "device_record", **device_record(pred.device)}]
 
 
 def model_family(model: str | None) -> str | None:

@@ -35,8 +35,9 @@ def render_prediction(out: dict[str, Any]) -> None:
                   f"input copy {format_si(out['transfer_s'], 's')}{_placement(out)}, "
                   f"sync {format_si(out['sync_s'], 's')}"
                   + (f", optimizer {format_si(out['optimizer_s'], 's')}" if out["train"] else ""))
-    if out.get("track_record"):
-        console.print(f"  {out['track_record']['text']}")
+    for record in (out.get("track_record"), out.get("device_record")):
+        if record:
+            console.print(f"  {record['text']}")
     total = sum(out["time_by_bound_s"].values()) or 1.0
     console.print("  time by bound: " + ", ".join(f"{k} {v / total:.0%}" for k, v in
                                                    sorted(out["time_by_bound_s"].items(), key=lambda kv: -kv[1])))
