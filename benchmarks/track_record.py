@@ -102,7 +102,9 @@ def main() -> int:
            "(`roofline/advise/track_record.py` quotes them). A cell with fewer than "
            f"{tr.MIN_ROWS} rows is quoted from a wider one; published / predicted is the time the published run "
            "took over the time predicted for it. Key values no held-out row has (an eager serving runtime) are quoted "
-           "nothing.", ""]
+           "nothing. The errors are the held-out parts' current ones; some parts were compared before later "
+           "mechanisms were chosen with their errors in view (benchmarks/LOG.md), so the spread is somewhat narrower "
+           "than a run nobody has compared yet would see.", ""]
     for title, kind in (("Training and inference steps (benchmarks/results/published-gpu.md)", tr.STEPS),
                         ("Served language models (benchmarks/results/published-llm-serving.md)", tr.SERVING)):
         doc += [f"## {title}", "", *cells_table(kind), ""]
