@@ -115,8 +115,8 @@ class PredictResult(Result):
     """On a GPU, how far predictions of held-out published runs like this step landed (`cell`, `rows`,
     `median_error`, `implied_time_s`, `text`); None for an op, a CPU, or a kind of run the record lacks."""
     device_record: dict[str, Any] | None = None
-    """On a GPU, the record's held-out runs on this GPU (`rows`, `fitted_rows`, `median_error`, `text`); None on a
-    CPU."""
+    """On a GPU, the record's held-out runs on this GPU (`rows`, `fitted_rows`, `median_error`, `text`); None for an
+    op (the record holds whole steps) or on a CPU."""
 
 
 class SweepRow(BatchRow):
@@ -373,7 +373,7 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
     out["context"] = "alone" if opts.alone else "model"
     out["data"] = opts.data
     out["track_record"] = None if req.op else _track_record(preds[0], req.model, opts.autocast)
-    out["device_record"] = _device_record(preds[0])
+    out["device_record"] = None if req.op else _device_record(preds[0])
     result = PredictResult(**out)
     if target is not None:
         result.html = _write_report(target, profile, hw or gpu or cpu or "", result, None, force)

@@ -103,7 +103,8 @@ def test_half_precision_text_training_quotes_the_records_apex_o2_rows():
 
 def test_cpu_steps_and_ops_have_no_record():
     assert api.predict("resnet50", cpu="textbook-cpu", batch=1).track_record is None
-    assert api.predict(op="gemm(m=1024,n=1024,k=1024)", gpu="a100").track_record is None
+    op = api.predict(op="gemm(m=1024,n=1024,k=1024)", gpu="a100")
+    assert op.track_record is None and op.device_record is None
 
 
 def test_the_cli_prints_it_and_advise_gives_it_as_a_reason():
