@@ -18,7 +18,14 @@ import math
 import statistics
 from typing import Any
 
-from benchmarks.published_kinds.record import Comparison, DatasetError, SourceBlock, source_blocks
+from benchmarks.published_kinds.record import (
+    HELD_OUT_SETS,
+    Comparison,
+    DatasetError,
+    SourceBlock,
+    part_of,
+    source_blocks,
+)
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
 from roofline.model.llm_precision import serving_precision
@@ -52,7 +59,8 @@ def check_targets(parts: dict[str, list[Comparison]]) -> list[dict[str, Any]]:
             checks.append({"target": f"{metric} ({len(errors)} rows): median abs error <= {limit:.0%}",
                            "unit": "abs error", "value": value, "met": value <= limit})
     fitted = [abs(c.error) for c in parts["fitted"]]
-    for part, label in (("held_out", "held-out"), ("fresh_held_out", "fresh-held-out")):
+    for part in ("held_out", *(part_of(True, name) for name in HELD_OUT_SETS)):
+        label = part.replace("_", "-")
         held = [abs(c.error) for c in parts.get(part, [])]
         if fitted and held:
             ratio = statistics.median(held) / statistics.median(fitted) if statistics.median(fitted) else math.inf
@@ -133,12 +141,12 @@ EXTRA_COLUMNS = [
 
 def legend(dataset: dict[str, Any]) -> list[str]:
     blocks = source_blocks(dataset)
-    held = [b for b in blocks if b.holdout and not b.held_out_set]
-    fresh = [b for b in blocks if b.held_out_set == "fresh"]
+    parts = [("held out", [b for b in blocks if b.holdout and not b.held_out_set])]
+    parts += [(f"{name} held-out", [b for b in blocks if b.held_out_set == name]) for name in HELD_OUT_SETS]
+    held = "; ".join(f"{label}: {', '.join(b.id for b in members)} ({sum(len(b.rows) for b in members)} rows)"
+                     for label, members in parts if members)
     lines = [f"Dataset: benchmarks/published/llm-serving.yaml, {sum(len(b.rows) for b in blocks)} rows from "
-             f"{len(blocks)} source blocks; held out: {', '.join(b.id for b in held)} "
-             f"({sum(len(b.rows) for b in held)} rows); fresh held-out: {', '.join(b.id for b in fresh)} "
-             f"({sum(len(b.rows) for b in fresh)} rows).",
+             f"{len(blocks)} source blocks; {held}.",
              f"Held-out rule: {dataset.get('holdout_rule', 'not stated')}", "", "Sources:"]
     return lines + [f"- `{b.id}`{_part_label(b)}: {b.citation or b.script} ({b.framework})" for b in blocks]
 
