@@ -160,11 +160,14 @@ def test_a_served_model_quotes_each_phases_cell():
     assert "one GPU or tensor-parallel" in widened["text"]
 
 
-def test_no_record_where_no_held_out_run_is_of_that_runtime_or_batch():
-    assert not _serving_rows(runtime="eager")
-    out = api.predict_serving("llama-2-7b", gpu="h100", batch=1, prompt_len=128, output_len=128, runtime="eager")
-    assert out["track_record"] is None
-    assert not _serving_rows(phase="first_token", batch="batched")
+def test_the_runtime_is_never_widened_over():
+    """An eager prediction quotes only eager rows, a compiled one only compiled rows; a batched first token on a
+    compiled runtime, which no held-out row is, quotes nothing rather than batch 1's."""
+    out = api.predict_serving("llama-2-7b", gpu="h100", batch=16, prompt_len=128, output_len=128, runtime="eager")
+    for phase, record in out["track_record"].items():
+        assert record["cell"]["runtime"] == "eager" and record["cell"]["phase"] == phase
+        assert record["rows"] == len(_serving_rows(**record["cell"]))
+    assert not _serving_rows(phase="first_token", runtime="graph", batch="batched")
     out = api.predict_serving("llama-2-7b", gpu="h100", batch=16, prompt_len=128, output_len=128, runtime="graph")
     assert set(out["track_record"]) == {"output_tokens"}
 
