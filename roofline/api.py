@@ -342,6 +342,7 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
     where each step's input comes from (`roofline.model.data_placement`: pageable, pinned, prefetched, device;
     `pinned=True` is `data="pinned"`). `gelu_new` prices a tanh GELU as Hugging Face's gelu_new formula runs it.
     `html` also writes the HTML report of the first batch (an existing file only with force=True)."""
+    from roofline.advise.track_record import step_quotes
     from roofline.model.step import predict_step
     from roofline.workload.precision import get_precision
 
@@ -372,27 +373,12 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
                        "memory_bytes": p.memory.total} for p in preds]
     out["context"] = "alone" if opts.alone else "model"
     out["data"] = opts.data
-    out["track_record"] = None if req.op else _track_record(preds[0], req.model, opts.autocast)
-    out["device_record"] = None if req.op else _device_record(preds[0])
+    out["track_record"], out["device_record"] = (None, None) if req.op else step_quotes(preds[0], req.model,
+                                                                                       opts.autocast)
     result = PredictResult(**out)
     if target is not None:
         result.html = _write_report(target, profile, hw or gpu or cpu or "", result, None, force)
     return result
-
-
-def _track_record(pred: Any, model: str | None, autocast: bool) -> dict[str, Any] | None:
-    """How far predictions like this step's landed from held-out published runs (`roofline.advise.track_record`)."""
-    from roofline.advise.track_record import model_family, step_record
-
-    record = step_record(pred, model_family(model), autocast)
-    return record.as_dict(pred.step_time_s) if record else None
-
-
-def _device_record(pred: Any) -> dict[str, Any] | None:
-    """How much of the published record is this GPU's (`roofline.advise.track_record.device_record`)."""
-    from roofline.advise.track_record import device_record
-
-    return device_record(pred.device) if pred.ceilings.is_gpu else None
 
 
 def _advice_dict(advice: Any) -> dict[str, Any]:
@@ -650,7 +636,7 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
     replicated (`lm_head`); `static_cache` is transformers' StaticCache length (graph runtime);
     `decode_attention` the decode kernel ('grouped', or TensorRT-LLM's 'per-head' masked MHA);
     `expert_precision` a mixture of experts' 16-bit type where it differs from `precision`."""
-    from roofline.advise.track_record import SERVING, device_record, serving_records
+    from roofline.advise.track_record import serving_quotes
     from roofline.model.llm_step import predict_serving as predict_request
     from roofline.model.llm_step import require_fit, tensor_parallel_group
     from roofline.report.serving_doc import prediction_dict
@@ -668,10 +654,7 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
         for p in preds:
             require_fit(p)
     out = prediction_dict(preds[0])
-    first = preds[0]
-    gpu = profile.kind == "gpu"
-    out["track_record"] = serving_records(runtime, first.batch, gpus, first.ttft_s, first.tpot_s) if gpu else None
-    out["device_record"] = device_record(first.device, SERVING) if gpu else None
+    out["track_record"], out["device_record"] = serving_quotes(preds[0])
     out["batches"] = [{"batch_size": p.batch, "ttft_s": p.ttft_s, "tpot_s": p.tpot_s,
                        "tokens_per_s": p.tokens_per_s, "memory_bytes": p.memory.total} for p in preds]
     if tp is not None:

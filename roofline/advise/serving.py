@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.advise.track_record import SERVING, device_record, serving_records
+from roofline.advise.track_record import serving_quotes
 from roofline.errors import DoesNotFit
 from roofline.model.ceilings import compute_dtype_for
 from roofline.model.llm_precision import ServingPrecision, serving_precision
@@ -37,7 +37,7 @@ class ServingAdvice:
     numbers: dict[str, float | int | None]
     track_record: dict[str, Any] | None = None
     """How far held-out published runs of the recommended configuration's kind landed, per phase
-    (`roofline.advise.track_record.serving_records`)."""
+    (`roofline.advise.track_record.serving_quotes`)."""
 
 
 def candidate_precisions(profile, requested: str, kv: str | None, group_size: int) -> list[ServingPrecision]:
@@ -100,11 +100,8 @@ def advise_serving(cfg: DecoderConfig, profile, prompt: int, output: int, runtim
     best = max(ok, key=lambda p: (p.tokens_per_s, -p.batch)) if ok else None
     shown = best or sweep[0][0]
     reasons, numbers = _reasons(cfg, shown, limits, tpot_s, ttft_s, ok)
-    records = serving_records(runtime, shown.batch, shown.gpus, shown.ttft_s, shown.tpot_s) if (
-        profile.kind == "gpu") else None
-    reasons += [r["text"] for r in (records or {}).values()]
-    if profile.kind == "gpu":
-        reasons.append(device_record(shown.device, SERVING)["text"])
+    records, device = serving_quotes(shown)
+    reasons += [r["text"] for r in [*(records or {}).values(), *([device] if device else [])]]
     return ServingAdvice(cfg.name, profile.name, prompt, output, runtime, best, limits, sweep, reasons, numbers,
                          records)
 

@@ -23,6 +23,7 @@ from importlib import resources
 from typing import Any
 
 from roofline.errors import UnknownName
+from roofline.model.llm_step import ServingPrediction
 from roofline.model.step import StepPrediction
 from roofline.units import format_si
 from roofline.workload.request import is_user_module
@@ -113,9 +114,7 @@ class TrackRecord:
 
     @property
     def middle_half(self) -> tuple[float, float]:
-        """The errors' lower and upper quartiles."""
-        q1, _, q3 = statistics.quantiles(self.errors, n=4, method="inclusive")
-        return q1, q3
+        return _quartiles(self.errors)
 
     def as_dict(self, predicted_s: float, quantity: str = "step") -> dict[str, Any]:
         """The cell, its rows and spread, and what the predicted `quantity` would take by that record, with a
@@ -135,6 +134,12 @@ class TrackRecord:
                 "published_over_predicted": {"median": ratio, "low": low, "high": high},
                 "implied_time_s": implied,
                 "text": text}
+
+
+def _quartiles(errors: tuple[float, ...] | list[float]) -> tuple[float, float]:
+    """The errors' lower and upper quartiles: the middle half of the rows."""
+    q1, _, q3 = statistics.quantiles(errors, n=4, method="inclusive")
+    return q1, q3
 
 
 @lru_cache(maxsize=2)
@@ -182,7 +187,7 @@ def device_record(device: str, kind: RecordKind = STEPS) -> dict[str, Any]:
     median = statistics.median(errors)
     spread = ""
     if len(rows) >= MIN_ROWS:
-        q1, _, q3 = statistics.quantiles(errors, n=4, method="inclusive")
+        q1, q3 = _quartiles(errors)
         out["middle_half_error"] = [q1, q3]
         spread = f" (middle half {1 / (1 + q3):.2f}-{1 / (1 + q1):.2f}x)"
     out |= {"median_error": median,
@@ -193,10 +198,7 @@ def device_record(device: str, kind: RecordKind = STEPS) -> dict[str, Any]:
 
 
 def step_record(pred: StepPrediction, family: str | None, autocast: bool) -> TrackRecord | None:
-    """The record for a predicted GPU step (None on a CPU, where the live accuracy grid speaks instead, and for
-    precisions the record has no run of)."""
-    if not pred.ceilings.is_gpu:
-        return None
+    """The record for a predicted step's kind (None for precisions the record has no run of)."""
     klass = precision_class(pred.precision, model_in_16_bit=not autocast)
     if klass is None:
         return None
@@ -204,28 +206,38 @@ def step_record(pred: StepPrediction, family: str | None, autocast: bool) -> Tra
                         "bound": "host" if pred.host_s > pred.device_s else "device"})
 
 
-def serving_records(runtime: str, batch: int, gpus: int, ttft_s: float, tpot_s: float) -> dict[str, Any] | None:
-    """The records for a served model's two predicted times, first token and per output token (None where the
-    record has no cell of that runtime and batch)."""
-    cell = {"runtime": runtime, "batch": "1" if batch == 1 else "batched",
-            "gpus": "tensor_parallel" if gpus > 1 else "1"}
-    out = {}
-    for phase, quantity, seconds in (("first_token", "first token", ttft_s), ("output_tokens", "output token",
-                                                                                tpot_s)):
+def step_quotes(pred: StepPrediction, model: str | None, autocast: bool) -> tuple[dict[str, Any] | None,
+                                                                                   dict[str, Any] | None]:
+    """(the record for the step's kind, or None; the GPU's share of the record) quoted beside a predicted step;
+    (None, None) on a CPU, where the live accuracy grid speaks instead."""
+    if not pred.ceilings.is_gpu:
+        return None, None
+    record = step_record(pred, model_family(model), autocast)
+    return (record.as_dict(pred.step_time_s) if record else None), device_record(pred.device)
+
+
+def serving_quotes(pred: ServingPrediction) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(the records for a served model's first token and output tokens by phase, or None where the record has no
+    cell of that runtime and batch; the GPU's share of the serving record), as `step_quotes`."""
+    if not pred.ceilings.is_gpu:
+        return None, None
+    cell = {"runtime": pred.runtime, "batch": "1" if pred.batch == 1 else "batched",
+            "gpus": "tensor_parallel" if pred.gpus > 1 else "1"}
+    records = {}
+    for phase, quantity, seconds in (("first_token", "first token", pred.ttft_s),
+                                     ("output_tokens", "output token", pred.tpot_s)):
         record = find_record({"phase": phase, **cell}, SERVING)
         if record:
-            out[phase] = record.as_dict(seconds, quantity)
-    return out or None
+            records[phase] = record.as_dict(seconds, quantity)
+    return records or None, device_record(pred.device, SERVING)
 
 
 def track_record_reasons(pred: StepPrediction, model: str | None, autocast: bool) -> list[dict[str, Any]]:
     """The advice's reasons of kinds `track_record` (the record's spread for the recommended step's kind) and
     `device_record` (how much of the record is this GPU's); none on a CPU."""
-    if not pred.ceilings.is_gpu:
-        return []
-    record = step_record(pred, model_family(model), autocast)
-    kinds = [{"kind": "track_record", **record.as_dict(pred.step_time_s)}] if record else []
-    return [*kinds, {"kind": "device_record", **device_record(pred.device)}]
+    record, device = step_quotes(pred, model, autocast)
+    return ([{"kind": "track_record", **record}] if record else []) + (
+        [{"kind": "device_record", **device}] if device else [])
 
 
 def model_family(model: str | None) -> str | None:

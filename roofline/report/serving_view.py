@@ -41,9 +41,9 @@ def render_serving_prediction(out: dict[str, Any]) -> None:
                       f"all-reduces and the logits' gather take {format_si(comm['prefill'], 's')} of the prefill "
                       f"and {format_si(comm['decode'], 's')} of each decode step at "
                       f"{tp['bus_bandwidth_bytes_per_s'] / 1e9:.0f} GB/s bus bandwidth")
-    for record in [*(out.get("track_record") or {}).values(), *([out["device_record"]] if out.get("device_record")
-                                                                else [])]:
-        console.print(f"  {record['text']}")
+    for record in [*(out.get("track_record") or {}).values(), out.get("device_record")]:
+        if record:
+            console.print(f"  {record['text']}")
     console.print(_phase_table("prefill", out["phases"]["prefill"]))
     console.print(_phase_table(f"decode (one token at context {out['phases']['decode']['context']})",
                                out["phases"]["decode"]))
