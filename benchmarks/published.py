@@ -36,7 +36,7 @@ if not __package__:  # run as a script: make `benchmarks.*` and `roofline` impor
 
 import yaml
 
-from benchmarks.published_kinds.record import HELD_OUT_SETS, Comparison, DatasetError, part_of
+from benchmarks.published_kinds.record import HELD_OUT_PARTS, Comparison, DatasetError
 from roofline.errors import RooflineError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +52,6 @@ GROUP_MEDIAN_TARGET = 0.20
 +-5 %; each held-out part's median within 1.3x the fitted part's; every model family and every GPU generation
 (the comparer's `target_groups`) within 20 % median."""
 
-HELD_OUT_PARTS = ("held_out", *(part_of(True, name) for name in HELD_OUT_SETS))
 PARTS = ("fitted", *HELD_OUT_PARTS, "all")
 
 

@@ -32,7 +32,7 @@ from benchmarks.published_kinds.record import (
     first_error,
     source_blocks,
 )
-from roofline.advise.track_record import precision_class
+from roofline.advise.track_record import precision_class, step_bound
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
 from roofline.model.data_placement import get_placement
@@ -200,7 +200,7 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
                    "predicted_samples_per_s": row.batch / predicted,
                    "other_predictions": dict(row.other_predictions),
                    "precision_class": precision_class(row.precision, model_in_16_bit=row.amp_engine == "apex-o2"),
-                   "bound": "host" if pred.host_s > pred.device_s else "device"}))
+                   "bound": step_bound(pred)}))
     return comparisons
 
 

@@ -19,13 +19,14 @@ import statistics
 from typing import Any
 
 from benchmarks.published_kinds.record import (
+    HELD_OUT_PARTS,
     HELD_OUT_SETS,
     Comparison,
     DatasetError,
     SourceBlock,
-    part_of,
     source_blocks,
 )
+from roofline.advise.track_record import serving_cell
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
 from roofline.model.llm_precision import serving_precision
@@ -59,7 +60,7 @@ def check_targets(parts: dict[str, list[Comparison]]) -> list[dict[str, Any]]:
             checks.append({"target": f"{metric} ({len(errors)} rows): median abs error <= {limit:.0%}",
                            "unit": "abs error", "value": value, "met": value <= limit})
     fitted = [abs(c.error) for c in parts["fitted"]]
-    for part in ("held_out", *(part_of(True, name) for name in HELD_OUT_SETS)):
+    for part in HELD_OUT_PARTS:
         label = part.replace("_", "-")
         held = [abs(c.error) for c in parts.get(part, [])]
         if fitted and held:
@@ -128,8 +129,7 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
                         "metric": row["metric"], "source": block.id},
                 extra={"figure": f"{row['value']:g} {row['metric']}", "fits": p.fits,
                        "phase": "first_token" if row["metric"] in FIRST_TOKEN_METRICS else "output_tokens",
-                       "runtime": row["runtime"], "batch": "1" if row["batch"] == 1 else "batched",
-                       "gpus": "tensor_parallel" if row.get("gpus", 1) > 1 else "1"}))
+                       **serving_cell(row["runtime"], row["batch"], row.get("gpus", 1))}))
     return out
 
 

@@ -29,6 +29,10 @@ def part_of(holdout: bool, later_set: str | None = None) -> str:
     return f"{later_set}_held_out" if later_set else "held_out" if holdout else "fitted"
 
 
+HELD_OUT_PARTS = ("held_out", *(part_of(True, name) for name in HELD_OUT_SETS))
+"""Every held-out part's name, the first held-out part then the later sets in the order they were gathered."""
+
+
 class DatasetError(RooflineError):
     """A published-record dataset that cannot be read: what is wrong and where."""
 

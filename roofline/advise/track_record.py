@@ -197,13 +197,26 @@ def device_record(device: str, kind: RecordKind = STEPS) -> dict[str, Any]:
     return out
 
 
+def step_bound(pred: StepPrediction) -> str:
+    """'host' where the host's dispatch outlasts the device's work, else 'device': the same rule for the shipped
+    rows (benchmarks/published_kinds/gpu_steps.py) and the step they are quoted beside."""
+    return "host" if pred.host_s > pred.device_s else "device"
+
+
+def serving_cell(runtime: str, batch: int, gpus: int) -> dict[str, str]:
+    """A served run's runtime, batch and GPU keys, for the shipped rows (benchmarks/published_kinds/llm_serving.py)
+    and the prediction they are quoted beside alike."""
+    return {"runtime": runtime, "batch": "1" if batch == 1 else "batched",
+            "gpus": "tensor_parallel" if gpus > 1 else "1"}
+
+
 def step_record(pred: StepPrediction, family: str | None, autocast: bool) -> TrackRecord | None:
     """The record for a predicted step's kind (None for precisions the record has no run of)."""
     klass = precision_class(pred.precision, model_in_16_bit=not autocast)
     if klass is None:
         return None
     return find_record({"family": family, "mode": "train" if pred.train else "inference", "precision_class": klass,
-                        "bound": "host" if pred.host_s > pred.device_s else "device"})
+                        "bound": step_bound(pred)})
 
 
 def step_quotes(pred: StepPrediction, model: str | None, autocast: bool) -> tuple[dict[str, Any] | None,
@@ -221,8 +234,7 @@ def serving_quotes(pred: ServingPrediction) -> tuple[dict[str, Any] | None, dict
     cell of that runtime and batch; the GPU's share of the serving record), as `step_quotes`."""
     if not pred.ceilings.is_gpu:
         return None, None
-    cell = {"runtime": pred.runtime, "batch": "1" if pred.batch == 1 else "batched",
-            "gpus": "tensor_parallel" if pred.gpus > 1 else "1"}
+    cell = serving_cell(pred.runtime, pred.batch, pred.gpus)
     records = {}
     for phase, quantity, seconds in (("first_token", "first token", pred.ttft_s),
                                      ("output_tokens", "output token", pred.tpot_s)):
