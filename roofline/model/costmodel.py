@@ -42,6 +42,7 @@ from roofline.model.gemm_cost import (
     TILE_DEPTH_OVERHEAD,
     gemm_compute_s,
     gemm_rate,
+    kernel_fixed_s,
     skinny_gemm_rate,
     tile_depth_overhead,
 )
@@ -138,6 +139,7 @@ def _gemm_view_s(op: Op, view: GemmView, pass_: str, ctx: CostContext, call_s: f
             return t, 0.0, path
         return max(t, view.flops / rate), 0.0, path
     t, tile, split, panel = gemm_compute_s(view, rate, ctx, tile_depth_overhead(op, ctx))
+    t += kernel_fixed_s(op, view, ctx)
     useful = view.flops / rate
     if t > QUANTIZATION_NOTE_RATIO * useful:
         notes.append(Note("quantization", f"tile {tile[0]}x{tile[1]}"
