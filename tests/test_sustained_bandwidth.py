@@ -56,3 +56,21 @@ def test_the_pin_bandwidth_would_price_them_too_fast(board):
     relu_ms_at_pin = 2 * 4 * NUMEL / pin * 1e3
     assert sustained < 0.9 * pin
     assert relu_ms_at_pin < 0.9 * MEASURED_MS[board]["relu"]
+
+
+def test_hw_show_states_the_bandwidth_the_cost_model_prices():
+    # what `hw show` says a stream sustains is the DRAM rate every uncalibrated prediction on the board uses
+    from roofline import api
+    from roofline.hardware import list_profiles
+
+    gpus = [e.name for e in list_profiles() if e.kind == "gpu"]
+    with_figure = 0
+    for name in gpus:
+        shown = api.hardware(name).to_dict()
+        priced = ceilings_for(find_profile(name, kind="gpu"), get_precision("fp32")).dram.bandwidth_bytes_per_s
+        if shown["sustained_memory_bandwidth"] is None:
+            assert priced == shown["memory_bandwidth"], name
+        else:
+            with_figure += 1
+            assert priced == shown["sustained_memory_bandwidth"] < shown["memory_bandwidth"], name
+    assert with_figure >= 30

@@ -1,6 +1,7 @@
 """`hw show` / `hw detect`: a profile's figures and the numbers derived from them, as data and as tables.
 
-`profile_summary` is the JSON document (the keys DESIGN.md fixes plus the derived list); `render_profile`
+`profile_summary` is the JSON document (the keys DESIGN.md fixes plus the derived list and the sustained stream
+bandwidth the cost model prices DRAM at, where the profile has one); `render_profile`
 draws the same document with rich: datasheet next to derived, rows more than 5% apart flagged, the ridge
 point per dtype and per memory level, and measured ceilings as a percentage of the datasheet's.
 """
@@ -58,11 +59,14 @@ def profile_summary(profile: Profile, name: str) -> dict[str, Any]:
         caches.append({"level": c.level, "size": c.size_bytes.value, "shared_by": c.shared_by,
                        "total_bytes": d.cache_total_bytes(profile, c.level),
                        "bandwidth": bw.value if bw else None, "bandwidth_formula": bw.with_numbers() if bw else None})
+    sustained = profile.memory.sustained_bandwidth_bytes_per_s
     return {
         "name": name, "title": profile.name, "kind": profile.kind, "vendor": profile.vendor,
         "architecture": profile.architecture, "aliases": list(profile.aliases),
         "peak_flops": peaks,
         "memory_bandwidth": bandwidth,
+        "sustained_memory_bandwidth": sustained.value if sustained else None,
+        "sustained_memory_bandwidth_provenance": (sustained.source or sustained.derived) if sustained else None,
         "memory_capacity": profile.memory.capacity_bytes.value,
         "compute_bytes_per_s": d.compute_bytes_per_s(profile).value,
         "caches": caches,
@@ -92,6 +96,12 @@ def render_profile(summary: dict[str, Any]) -> None:
     console.print(f"  memory {format_si(summary['memory_bandwidth'], 'B/s')}, "
                   f"{format_bytes(summary['memory_capacity'])}; "
                   f"L1 feeds compute at {format_si(summary['compute_bytes_per_s'], 'B/s')}")
+    if summary.get("sustained_memory_bandwidth"):
+        share = summary["sustained_memory_bandwidth"] / summary["memory_bandwidth"]
+        stream = format_si(summary["sustained_memory_bandwidth"], "B/s")
+        console.print(f"  a stream (two reads and a write) sustains {stream}, {share:.0%} of it: the cost model "
+                      "prices DRAM at this, or at a calibration's own measurement: "
+                      f"[dim]{summary['sustained_memory_bandwidth_provenance']}[/]")
     if summary.get("notes"):
         console.print(f"  [dim]{summary['notes']}[/]")
     t = Table(title="derived from the profile's figures vs the datasheet (! = more than 5% apart)")
