@@ -615,11 +615,9 @@ def _kept_heap_runs(req: ModelRequest, argv: list[str], runs: list[dict[str, Any
 def _serving_precision(profile: Profile, precision: str | None, kv_precision: str | None, group_size: int,
                        experts: str | None = None) -> Any:
     """The requested weight precision (default: bf16 where the device has it, else fp16, else fp32)."""
-    from roofline.model.ceilings import compute_dtype_for
-    from roofline.model.llm_precision import serving_precision
-    from roofline.workload.precision import get_precision
+    from roofline.model.llm_precision import activation_for, serving_precision
 
-    activation = next((n for n in ("bf16", "fp16") if compute_dtype_for(get_precision(n), profile)), "fp32")
+    activation = activation_for(profile)
     return serving_precision(precision or activation, kv_precision, group_size, activation, experts)
 
 

@@ -29,7 +29,7 @@ from benchmarks.published_kinds.record import (
 from roofline.advise.track_record import serving_cell
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
-from roofline.model.llm_precision import serving_precision
+from roofline.model.llm_precision import activation_for, serving_precision
 from roofline.model.llm_step import ServingPrediction, predict_serving, tensor_parallel_group
 from roofline.workload.llm.builtins import get_config
 
@@ -96,10 +96,10 @@ def predicted_time_s(row: dict[str, Any], p: ServingPrediction) -> float:
 def _predict(row: dict[str, Any]) -> ServingPrediction:
     if row.get("metric") not in METRICS:
         raise DatasetError(f"metric {row.get('metric')!r}: expected one of {', '.join(METRICS)}")
-    activation = "fp16" if row["precision"] == "fp16" else "bf16"
+    profile = find_profile(row["gpu"])
+    activation = "fp16" if row["precision"] == "fp16" else activation_for(profile)
     prec = serving_precision(row["precision"], row.get("kv"), row.get("group_size", 128), activation,
                              row.get("expert_precision"))
-    profile = find_profile(row["gpu"])
     tp = tensor_parallel_group(profile, row.get("gpus", 1), algorithm=row.get("allreduce", "auto"),
                                lm_head=row.get("lm_head", "split"))
     return predict_serving(get_config(row["model"]), profile, prec, row["batch"], row["prompt"], row["output"],

@@ -138,7 +138,8 @@ def _gemm_view_s(op: Op, view: GemmView, pass_: str, ctx: CostContext, call_s: f
             # timed, and the fit's asymptote bound it
             return t, 0.0, path
         return max(t, view.flops / rate), 0.0, path
-    t, tile, split, panel = gemm_compute_s(view, rate, ctx, tile_depth_overhead(op, ctx))
+    t, tile, split, panel = gemm_compute_s(view, rate, ctx, tile_depth_overhead(op, ctx),
+                                           simt=path.startswith("CUDA cores"))
     t += kernel_fixed_s(op, view, ctx)
     useful = view.flops / rate
     if t > QUANTIZATION_NOTE_RATIO * useful:

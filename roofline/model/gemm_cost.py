@@ -41,6 +41,10 @@ SUSTAINED_REFERENCE_DEPTH = 8192
 torch-performance-test-data runs and the project's H100 bf16 and fp16 figures; the runtime profile's TF32 share was
 taken at 4096^3), which paid `TILE_DEPTH_OVERHEAD` once per tile too: the units' own rate is the sustained one
 times (reference + overhead) / reference."""
+GEMV_MAX_ROWS = 8
+"""The most rows a product on the CUDA cores runs as a matrix-vector kernel (`gemm_compute_s`): llama.cpp's mmvq
+kernels take up to MMVQ_MAX_BATCH_SIZE = 8 (ggml/src/ggml-cuda/mmvq.cuh), cuBLAS's gemv one; more rows go to
+tiled GEMM kernels."""
 QUANTIZATION_NOTE_RATIO = 1.25
 """A GEMM gets a note on its tile and wave quantization when that costs more than this times its ideal time
 (display only: it changes no time)."""
@@ -134,21 +138,30 @@ def kernel_fixed_s(op: Op, view: GemmView, ctx: CostContext) -> float:
     return ctx.ceilings.launch_s
 
 
-def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext,
-                   depth_overhead: int = 0) -> tuple[float, tuple[int, int], int, float]:
+def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext, depth_overhead: int = 0,
+                   simt: bool = False) -> tuple[float, tuple[int, int], int, float]:
     """Time of the GEMM under tile and wave quantization; returns (seconds, tile, split-K factor, L2 bytes).
 
     The tile is the one that minimises max(compute, L2 panel traffic): small tiles waste fewer wave slots
     but re-read the operands more often, the trade-off a GEMM library's heuristic makes. CPUs have no
     wave quantization across cores beyond partial blocks, and their panel traffic is not modelled (0).
     `depth_overhead` (`tile_depth_overhead`) is added to every tile's depth.
+
+    `simt`: the product runs on the CUDA cores. One of at most `GEMV_MAX_ROWS` rows (a decode step's) then runs
+    as a matrix-vector kernel that computes only its rows: each thread block takes a slice of the weight's
+    columns and every row, so nothing pads the rows to a tile, where a tensor core's mma instruction takes
+    operands of 8 or 16 rows. Priced with 64-row tiles, a Llama-2-7B decode step on a P100 in fp16 came out at
+    7x its weights' read time.
     """
     c = ctx.ceilings
     m, n, k, count = int(view.m), int(view.n), int(view.k), int(view.count)
     if min(m, n, k, count) <= 0:
         return 0.0, (0, 0), 1, 0.0
     l2_bytes_per_s = c.l2.bandwidth_bytes_per_s if c.is_gpu and c.l2 is not None else None
-    return _quantized(m, n, k, count, rate, c.units, c.is_gpu, c.tiles, l2_bytes_per_s, ctx.activation_bytes,
+    tiles = c.tiles
+    if simt and c.is_gpu and m <= GEMV_MAX_ROWS:
+        tiles = tuple(sorted({(m, tn) for _, tn in tiles}))
+    return _quantized(m, n, k, count, rate, c.units, c.is_gpu, tiles, l2_bytes_per_s, ctx.activation_bytes,
                       depth_overhead)
 
 
