@@ -517,3 +517,22 @@ def test_a_decode_step_on_cuda_cores_reads_its_weights_without_padding_rows_to_a
                            runtime="graph")
     read_s = pred.memory.weights / profile.memory.sustained_bandwidth_bytes_per_s.value
     assert read_s < pred.tpot_s < 1.15 * read_s
+
+
+def test_eager_serving_advice_says_what_the_dynamic_cache_copies_per_step():
+    # closed form: torch.cat of each layer's old K and V with the new token's reads and rewrites both (2 tensors x
+    # read + write) at the mean decode context, and the attention output is made contiguous (read + write of
+    # batch x heads x head_dim); a compiled runtime has no such copies
+    from roofline import api
+
+    advice = api.advise_serving("llama-2-7b", gpu="a100", prompt_len=256, output_len=512)
+    batch = advice["recommended"]["batch_size"]
+    cfg = get_config("llama-2-7b")
+    old = 256 + 512 // 2 + 1 - 1
+    per_layer = (2 * 2 * batch * cfg.kv_heads * old * cfg.head_dim * 2
+                 + 2 * batch * cfg.heads * cfg.head_dim * 2)
+    assert advice["reason_numbers"]["cache_copy_bytes_per_step"] == pytest.approx(cfg.layers * per_layer)
+    assert any("DynamicCache" in r for r in advice["reasons"])
+    compiled = api.advise_serving("llama-2-7b", gpu="a100", prompt_len=256, output_len=512, runtime="graph")
+    assert compiled["reason_numbers"]["cache_copy_bytes_per_step"] == 0
+    assert not any("DynamicCache" in r for r in compiled["reasons"])

@@ -18,7 +18,8 @@ from roofline.model.ceilings import compute_dtype_for
 from roofline.model.llm_precision import ServingPrecision, serving_precision
 from roofline.model.llm_step import ServingPrediction, TensorParallel, predict_serving, serving_memory
 from roofline.workload.llm.config import DecoderConfig
-from roofline.workload.llm.phases import ONE_GPU, Layout, kv_cache_bytes_per_token, prefill
+from roofline.workload.llm.phases import ONE_GPU, Layout, kv_cache_bytes_per_token, prefill, unfused_bytes
+from roofline.workload.ops.serving import CachedAttention
 from roofline.workload.precision import get_precision
 
 
@@ -141,6 +142,27 @@ def _reasons(cfg: DecoderConfig, p: ServingPrediction, limits: dict[str, int], t
         f"The largest batch that fits at {p.prompt_len + p.output_len} tokens per sequence: "
         + ", ".join(f"{k} {v}" for k, v in limits.items()) + ".",
     ]
+    copy = cache_copy_bytes(cfg, p)
+    numbers["cache_copy_bytes_per_step"] = copy
+    if copy:
+        copy_s = copy / bw
+        reasons.append(
+            f"Eager generate keeps a DynamicCache that appends each token with torch.cat, reading and rewriting every "
+            f"layer's K and V: {copy / 1e9:.2f} GB per decode step at batch {p.batch}, {copy_s * 1e3:.2f} ms of the "
+            f"{p.tpot_s * 1e3:.2f} ms step ({copy_s / p.tpot_s:.0%}), growing with batch x context; a StaticCache "
+            "or a serving engine's paged cache writes only the new token (`roofline predict --runtime graph "
+            "--static-cache N` prices the first).")
     if (tpot_s or ttft_s) and not ok:
         reasons.append("No configuration meets the latency targets: the smallest batch's TTFT/TPOT exceed them.")
     return reasons, numbers
+
+
+def cache_copy_bytes(cfg: DecoderConfig, p: ServingPrediction) -> float:
+    """Bytes per decode step the eager runtime's cache appends move (`phases.unfused_bytes` of the cached
+    attention: torch.cat of the old K and V with the new token's, and the output made contiguous), every layer;
+    0 under a compiled runtime, which fuses them."""
+    if p.runtime != "eager":
+        return 0.0
+    prec = p.precision
+    return sum(unfused_bytes(cfg, s.op, prec.activation_bytes, prec.kv_bytes) * s.repeat
+               for s in p.decode.phase.steps if isinstance(s.op, CachedAttention))
