@@ -27,6 +27,8 @@ from roofline.workload.ops.pointwise import Activation, Elementwise
 from roofline.workload.precision import get_precision
 
 NUMEL = 32768 * 10240
+MEASURED_STREAM = {"t4": 244.2e9}
+"""NeuSight's fp32 torch.add on the T4 (the profile's source)."""
 MEASURED_MS = {
     "t4": {"relu": 11.440, "gelu": 11.348, "scale": 11.446},
     "l4": {"relu": 11.408, "gelu": 11.396, "scale": 11.403},
@@ -74,3 +76,12 @@ def test_hw_show_states_the_bandwidth_the_cost_model_prices():
             with_figure += 1
             assert priced == shown["sustained_memory_bandwidth"] < shown["memory_bandwidth"], name
     assert with_figure >= 30
+
+
+def test_explain_names_the_stream_rate_beside_the_datasheet_one():
+    from roofline.advise.explain import explain
+
+    out = explain(find_profile("t4", kind="gpu"))
+    assert out["memory_bandwidth"] == find_profile("t4", kind="gpu").memory.bandwidth_bytes_per_s.value
+    assert out["sustained_memory_bandwidth"] == MEASURED_STREAM["t4"]
+    assert explain(find_profile("textbook", kind="cpu"))["sustained_memory_bandwidth"] is None

@@ -19,6 +19,11 @@ def render_explanation(out: dict[str, Any]) -> None:
         console.print(f"  {row['dtype']} ({row['path']} units): {row['with_numbers']}")
     console.print("[bold]How fast memory feeds it[/]")
     console.print(f"  DRAM: {out['memory_formula']}")
+    if out.get("sustained_memory_bandwidth"):
+        share = out["sustained_memory_bandwidth"] / out["memory_bandwidth"]
+        stream = format_sci(out["sustained_memory_bandwidth"])
+        console.print(f"  a stream (two reads and a write) sustains {stream} B/s, {share:.0%} of it: predictions "
+                      f"price DRAM at this [dim]({out['sustained_memory_bandwidth_source']})[/]")
     console.print("[bold]The gap[/]")
     ratio = format_sci(out["ratio"])
     console.print(f"  {out['formula']}: the cores could consume {ratio}x the bytes DRAM delivers, so a kernel "
