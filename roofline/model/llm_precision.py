@@ -9,9 +9,10 @@ tensor cores. The KV cache is stored at 16 bits or fp8 independently of the weig
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from roofline.errors import RooflineError, UnknownName, did_you_mean
+from roofline.hardware.schema import Profile
+from roofline.model.ceilings import compute_dtype_for
 from roofline.workload.precision import Precision, get_precision
 
 SCALE_BYTES = 2
@@ -101,11 +102,9 @@ SERVING_PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 EXPERT_PRECISIONS = ("bf16", "fp16")
 
 
-def activation_for(profile: Any) -> str:
+def activation_for(profile: Profile) -> str:
     """The 16-bit type a served model's activations take on `profile`: bf16 where the device runs it, else fp16
     (a V100 or T4 has no bf16 units), else fp32."""
-    from roofline.model.ceilings import compute_dtype_for
-
     return next((n for n in ("bf16", "fp16") if compute_dtype_for(get_precision(n), profile)), "fp32")
 
 
