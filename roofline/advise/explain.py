@@ -112,7 +112,7 @@ def explain(profile: Profile, precision: str = "fp32") -> dict[str, Any]:
     n_star = gemm_crossover_n(ridge, prec.storage_bytes)
     ops = [place(op, prec.storage_bytes, peak, bandwidth) for op in example_ops(math.ceil(n_star))]
     sheet = profile.memory.bandwidth_bytes_per_s
-    sustained = getattr(profile.memory, "sustained_bandwidth_bytes_per_s", None)
+    sustained = profile.memory.sustained_bandwidth_bytes_per_s
     return {
         "device": profile.name,
         "kind": profile.kind,
@@ -123,9 +123,9 @@ def explain(profile: Profile, precision: str = "fp32") -> dict[str, Any]:
         "memory_bandwidth": bandwidth,
         "memory_formula": f"{memory.with_numbers()} = {format_sci(memory.value)} B/s "
                           f"(datasheet {format_sci(bandwidth)} B/s)",
-        "memory_bandwidth_source": sheet.source or sheet.derived,
+        "memory_bandwidth_source": sheet.provenance,
         "sustained_memory_bandwidth": sustained.value if sustained else None,
-        "sustained_memory_bandwidth_source": (sustained.source or sustained.derived) if sustained else None,
+        "sustained_memory_bandwidth_source": sustained.provenance if sustained else None,
         "ratio": ratio,
         "formula": f"compute_bytes_per_s / memory_bandwidth = {format_sci(compute.value)} B/s / "
                    f"{format_sci(bandwidth)} B/s = {format_sci(ratio)}",

@@ -59,6 +59,11 @@ class Figure(_Strict):
             raise ValueError("give exactly one of 'source' (a public URL or 'measured: how') or 'derived'")
         return self
 
+    @property
+    def provenance(self) -> str:
+        """Where the number comes from, whichever of the two the profile gives: the source or the formula."""
+        return self.source or self.derived or ""
+
 
 def _positive(figure: Figure) -> Figure:
     if figure.value <= 0:

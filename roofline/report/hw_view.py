@@ -29,7 +29,7 @@ def derived_row(fig: d.Derived) -> dict[str, Any]:
     sheet = fig.datasheet
     return {"name": fig.name, "formula": fig.expr, "with_numbers": fig.with_numbers(), "value": fig.value,
             "unit": fig.unit, "datasheet": sheet.value if sheet else None,
-            "datasheet_source": (sheet.source or sheet.derived) if sheet else None,
+            "datasheet_source": sheet.provenance if sheet else None,
             "disagreement": fig.disagreement, "flagged": fig.flagged, "note": sheet.note if sheet else None}
 
 
@@ -66,7 +66,7 @@ def profile_summary(profile: Profile, name: str) -> dict[str, Any]:
         "peak_flops": peaks,
         "memory_bandwidth": bandwidth,
         "sustained_memory_bandwidth": sustained.value if sustained else None,
-        "sustained_memory_bandwidth_provenance": (sustained.source or sustained.derived) if sustained else None,
+        "sustained_memory_bandwidth_provenance": sustained.provenance if sustained else None,
         "memory_capacity": profile.memory.capacity_bytes.value,
         "compute_bytes_per_s": d.compute_bytes_per_s(profile).value,
         "caches": caches,
