@@ -6,7 +6,7 @@ settings written beside it (torch and cuDNN versions, cudnn.benchmark, data alre
 optimizer), so predictions can be compared row by row. It writes one JSON document, rewritten after every
 section so that a run stopped at its time limit still returns what it measured.
 
-    python benchmarks/gpu_live.py --out gpu-live.json [--sections micro,zoo,breakdown,llm] [--budget-s 480]
+    python benchmarks/gpu_live.py --out gpu-live.json [--sections micro,zoo,breakdown,half,llm] [--budget-s 480]
 
 Timing: CUDA events around `steps` consecutive steps after warm-up (cuDNN autotuning happens there), the
 median over repeats; memory: torch's peak allocated and reserved bytes of the step.
@@ -246,9 +246,13 @@ def zoo_step(model: str, mode: str, precision: str, batch: int, data: str = "dev
             "peak_reserved_bytes": torch.cuda.max_memory_reserved()}
 
 
-def build_step(model: str, mode: str, precision: str, batch: int,
-               data: str = "device") -> tuple[Callable[[], Any], dict[str, Any]]:
-    """The step as a callable, and the settings it runs under."""
+def build_step(model: str, mode: str, precision: str, batch: int, data: str = "device",
+               layout: str | None = None, optimizer: str = "momentum",
+               seq_len: int | None = None) -> tuple[Callable[[], Any], dict[str, Any]]:
+    """The step as a callable, and the settings it runs under. precision 'fp16' is the model itself in
+    16-bit (`model.half()` and a half input, no autocast, no GradScaler), as many published harnesses ran;
+    layout None is channels-last for AMP CNNs and NCHW otherwise; optimizer 'none' is a training step
+    without an update (zero_grad, forward, loss, backward), as those harnesses timed it."""
     import torch
     import torch.nn.functional as F
 
@@ -258,9 +262,14 @@ def build_step(model: str, mode: str, precision: str, batch: int,
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
     torch.backends.cudnn.allow_tf32 = precision == "tf32"
     torch.backends.cudnn.benchmark = True
-    channels_last = precision == "amp" and spec.family == "vision"
-    module = build_module(model, seq_len=SEQ_LEN.get(model)).cuda()
-    host = example_input(model, batch, seq_len=SEQ_LEN.get(model))
+    seq = seq_len or SEQ_LEN.get(model)
+    channels_last = spec.family == "vision" and (layout == "nhwc" if layout else precision == "amp")
+    module = build_module(model, seq_len=seq).cuda()
+    host = example_input(model, batch, seq_len=seq)
+    if precision == "fp16":
+        module = module.half()
+        if host.is_floating_point():
+            host = host.half()
     if channels_last:
         module = module.to(memory_format=torch.channels_last)
         host = host.contiguous(memory_format=torch.channels_last)
@@ -288,6 +297,15 @@ def build_step(model: str, mode: str, precision: str, batch: int,
         def step() -> Any:
             with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16, enabled=amp):
                 return module(inputs())
+    elif optimizer == "none":
+        module.train()
+
+        def step() -> Any:
+            module.zero_grad()
+            with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                loss = loss_of(module(inputs()))
+            loss.backward()
+            return loss
     else:
         module.train()
         opt = torch.optim.SGD(module.parameters(), lr=1e-3, momentum=0.9)
@@ -303,7 +321,8 @@ def build_step(model: str, mode: str, precision: str, batch: int,
             return loss
 
     return step, {"model": model, "mode": mode, "precision": precision, "batch": batch, "data": data,
-                  "channels_last": channels_last, "seq_len": SEQ_LEN.get(model)}
+                  "channels_last": channels_last, "seq_len": seq,
+                  "optimizer": optimizer if mode == "train" else None}
 
 
 BREAKDOWN_CASES = [("bert-base", "train", "amp", 32), ("bert-base", "train", "tf32", 32),
@@ -355,7 +374,9 @@ def _profiled(built: tuple[Callable[[], Any], dict[str, Any]]) -> dict[str, Any]
     ops.sort(key=lambda o: -o["device_s"])
     kernels = sum(e.self_device_time_total for e in prof.key_averages() if not e.key.startswith("aten::"))
     return {**settings, "profiled_wall_s": wall, "kernel_time_s": kernels * 1e-6 / PROFILED_STEPS,
-            "aten_ops": [o for o in ops if o["op"].startswith("aten::")][:60]}
+            "aten_ops": [o for o in ops if o["op"].startswith("aten::")][:60],
+            "kernels": [{"kernel": o["op"][:160], "calls": o["calls"], "device_s": o["device_s"]}
+                        for o in ops if not o["op"].startswith("aten::")][:40]}
 
 
 HOST_CASES = [("mlp", "fp32"), ("mlp", "amp"), ("resnet50", "fp32"), ("resnet50", "amp"), ("resnet18", "amp"),
@@ -437,6 +458,83 @@ def zoo(deadline: float, models: set[str] | None) -> list[dict[str, Any]]:
         torch.cuda.empty_cache()
         print("zoo", rows[-1], flush=True)
     return rows
+
+
+HALF_CASES: list[tuple[str, str, str, int, str, str, int | None]] = [
+    # (model, mode, precision, batch, layout, optimizer, sequence length): the published harnesses that ran
+    # the model itself in 16-bit over NCHW tensors (ryujaehun/pytorch-gpu-benchmark: batch 12, no update;
+    # u39kun/deep-learning-benchmark: VGG-16 at batch 16), beside the same step in fp32 and under autocast,
+    # and the layouts apart at sizes where the device sets the pace; then BERT as transformer-deploy and
+    # NVIDIA's SQuAD inference ran it (autocast or model.half() at 384 tokens).
+    *[(m, mode, p, 12, "nchw", "none", None) for p in ("fp16", "fp32") for m in ("resnet18", "resnet50", "vgg16")
+      for mode in ("inference", "train")],
+    ("vgg16", "inference", "fp16", 16, "nchw", "none", None), ("vgg16", "train", "fp16", 16, "nchw", "none", None),
+    ("resnet50", "inference", "fp16", 256, "nchw", "none", None),
+    ("resnet50", "inference", "fp16", 256, "nhwc", "none", None),
+    ("resnet50", "inference", "amp", 256, "nchw", "none", None),
+    ("resnet50", "train", "fp16", 256, "nchw", "none", None), ("resnet50", "train", "amp", 256, "nchw", "none", None),
+    ("resnet50", "train", "amp", 256, "nhwc", "none", None),
+    ("resnet18", "inference", "fp16", 256, "nchw", "none", None),
+    ("vgg16", "inference", "fp16", 64, "nchw", "none", None), ("vgg16", "inference", "amp", 64, "nchw", "none", None),
+    *[("bert-base", "inference", p, 16, "nchw", "none", 384) for p in ("amp", "fp16", "fp32")],
+    ("bert-base", "inference", "fp16", 32, "nchw", "none", 128),
+    *[("bert-large", "inference", p, 8, "nchw", "none", 384) for p in ("amp", "fp16")],
+    ("bert-base", "train", "amp", 16, "nchw", "none", 384), ("bert-base", "train", "fp16", 16, "nchw", "none", 384),
+]
+HALF_BREAKDOWN = [("resnet50", "inference", "fp16", 256, "nchw", "none", None),
+                  ("resnet50", "inference", "amp", 256, "nchw", "none", None),
+                  ("resnet50", "train", "fp16", 12, "nchw", "none", None),
+                  ("bert-base", "inference", "amp", 16, "nchw", "none", 384),
+                  ("bert-base", "inference", "fp16", 16, "nchw", "none", 384)]
+SYNCED_STEPS = 20
+
+
+def half(deadline: float) -> dict[str, list[dict[str, Any]]]:
+    """HALF_CASES timed two ways: queued back to back between CUDA events (the device's pace), and each step
+    between torch.cuda.synchronize() calls on the wall clock, as the published harnesses timed them (the
+    median of SYNCED_STEPS); then HALF_BREAKDOWN under the profiler, with its kernels by name."""
+    import torch
+
+    rows: list[dict[str, Any]] = []
+    for case in HALF_CASES:
+        if time.time() > deadline:
+            rows.append({"skipped": list(case), "why": "budget"})
+            continue
+        model, mode, precision, batch, layout, optimizer, seq = case
+        try:
+            step, settings = build_step(model, mode, precision, batch, layout=layout, optimizer=optimizer,
+                                        seq_len=seq)
+            torch.cuda.reset_peak_memory_stats()
+            t = cuda_time(step, min_s=0.3, warmup=5)
+            synced = []
+            for _ in range(SYNCED_STEPS):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                step()
+                torch.cuda.synchronize()
+                synced.append(time.perf_counter() - t0)
+            rows.append({**settings, "step_s": t["median_s"], "step_min_s": t["min_s"], "step_max_s": t["max_s"],
+                         "steps_timed": t["calls"], "synced_step_s": sorted(synced)[SYNCED_STEPS // 2],
+                         "peak_allocated_bytes": torch.cuda.max_memory_allocated()})
+            del step
+        except (RuntimeError, ValueError) as exc:
+            rows.append({"case": list(case), "error": str(exc)[:300]})
+        torch.cuda.empty_cache()
+        print("half", rows[-1], flush=True)
+    profiled: list[dict[str, Any]] = []
+    for case in HALF_BREAKDOWN:
+        if time.time() > deadline:
+            profiled.append({"skipped": list(case), "why": "budget"})
+            continue
+        model, mode, precision, batch, layout, optimizer, seq = case
+        try:
+            profiled.append(_profiled(build_step(model, mode, precision, batch, layout=layout,
+                                                 optimizer=optimizer, seq_len=seq)))
+        except (RuntimeError, ValueError) as exc:
+            profiled.append({"case": list(case), "error": str(exc)[:300]})
+        print("half breakdown", case, profiled[-1].get("profiled_wall_s"), flush=True)
+        torch.cuda.empty_cache()
+    return {"steps": rows, "breakdown": profiled}
 
 
 LLM_CONFIGS: dict[str, dict[str, Any]] = {
@@ -556,6 +654,9 @@ def main() -> int:
         save()
     if "breakdown" in sections:
         doc["breakdown"] = breakdown(start + args.budget_s * 0.5)
+        save()
+    if "half" in sections:
+        doc["half"] = half(start + args.budget_s)
         save()
     if "zoo" in sections:
         doc["zoo"] = zoo(start + args.budget_s * (0.6 if "llm" in sections else 1.0), models)
