@@ -1,6 +1,7 @@
 """Predicted against measured on a real GPU: the zoo steps and ceilings that benchmarks/gpu_live.py recorded.
 
     python benchmarks/gpu_live_compare.py [--measured benchmarks/results/gpu-live-h100.json] [--gpu h100]
+    python benchmarks/gpu_live_compare.py --measured benchmarks/results/gpu-live-h100-half.json
 
 Each measured step is predicted with the settings it ran under (data already on the device, SGD with
 momentum, channels-last under AMP for CNNs, the sequence length it used) on the shipped datasheet profile,
@@ -27,16 +28,30 @@ from roofline.workload.zoo import build_workload  # noqa: E402
 
 
 def predict_row(row: dict[str, Any], gpu: str) -> dict[str, Any]:
+    """The row's step predicted with the settings it ran under; a training step without an update (the
+    'half' section's `optimizer: none`) is the predicted step less its optimizer."""
     profile = find_profile(gpu, kind="gpu")
     precision = get_precision(row["precision"])
+    no_update = row.get("optimizer") == "none"
     # gpu_live.py sets cudnn.allow_tf32 and cuda.matmul.allow_tf32 to (precision == "tf32"): its fp32 is IEEE
-    opts = StepOptions(train=row["mode"] == "train", optimizer="momentum", include_transfer=row["data"] != "device",
-                       pinned=row["data"] == "pinned", channels_last=bool(row["channels_last"]), fp32_math="ieee")
+    opts = StepOptions(train=row["mode"] == "train", optimizer="sgd" if no_update else "momentum",
+                       include_transfer=row["data"] != "device", pinned=row["data"] == "pinned",
+                       channels_last=bool(row["channels_last"]), fp32_math="ieee",
+                       autocast=row["precision"] == "amp")
     workload = build_workload(row["model"], row["batch"], seq_len=row.get("seq_len"))
     pred = predict_step(workload, profile, precision, opts)
-    return {"predicted_s": pred.step_time_s, "host_s": pred.host_s, "device_s": pred.device_s,
+    step_s = pred.step_time_s - (pred.optimizer_s if no_update else 0.0)
+    return {"predicted_s": step_s, "host_s": pred.host_s, "device_s": pred.device_s,
             "predicted_memory_bytes": pred.memory.total,
-            "error_pct": (pred.step_time_s / row["step_s"] - 1) * 100}
+            "error_pct": (step_s / row["step_s"] - 1) * 100}
+
+
+def settings(row: dict[str, Any]) -> str:
+    """Layout for CNNs, sequence length for text, and a training step without an update."""
+    parts = [f"seq {row['seq_len']}" if row.get("seq_len") else ("NHWC" if row["channels_last"] else "NCHW")]
+    if row.get("optimizer") == "none":
+        parts.append("no update")
+    return ", ".join(parts)
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
@@ -49,11 +64,12 @@ def render(rows: list[dict[str, Any]], env: dict[str, Any], gpu: str) -> str:
     lines = [f"# Predicted vs measured on {env['gpu']} ({gpu} profile)", "",
              f"Measured {env['date']} with torch {env['torch']}, CUDA {env['cuda']}, cuDNN {env['cudnn']} "
              f"(benchmarks/gpu_live.py; cudnn.benchmark on, data on the device unless the row says otherwise, "
-             "SGD with momentum, channels-last under AMP for CNNs). error = predicted / measured - 1.", "",
-             "| model | mode | precision | batch | data | measured | predicted | error | alloc GiB | predicted GiB |",
-             "|---|---|---|---:|---|---:|---:|---:|---:|---:|"]
+             "SGD with momentum unless the row says 'no update'; fp16 is the model itself in 16-bit, amp is "
+             "autocast). error = predicted / measured - 1.", "",
+             "| model | mode | precision | batch | settings | data | measured | predicted | error | alloc GiB | "
+             "predicted GiB |", "|---|---|---|---:|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['mode']} | {r['precision']} | {r['batch']} | {r['data']} | "
+        lines.append(f"| {r['model']} | {r['mode']} | {r['precision']} | {r['batch']} | {settings(r)} | {r['data']} | "
                      f"{r['step_s'] * 1e3:.2f} ms | {r['predicted_s'] * 1e3:.2f} ms | {r['error_pct']:+.1f}% | "
                      f"{r['peak_allocated_bytes'] / 2**30:.2f} | {r['predicted_memory_bytes'] / 2**30:.2f} |")
     lines += ["", "| group | rows | median abs error | worst | signed median |", "|---|---:|---:|---:|---:|"]
@@ -72,14 +88,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--measured", type=Path, default=ROOT / "benchmarks/results/gpu-live-h100.json")
     parser.add_argument("--gpu", default="h100")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/gpu-live-h100.md")
+    parser.add_argument("--out", type=Path, help="default: the measured file's name with .md")
     args = parser.parse_args()
     doc = json.loads(args.measured.read_text())
-    rows = [dict(r, **predict_row(r, args.gpu)) for r in doc["zoo"]]
-    args.out.write_text(render(rows, doc["environment"], args.gpu))
+    out = args.out or args.measured.with_suffix(".md")
+    measured = doc["zoo"] if "zoo" in doc else doc["half"]["steps"]
+    rows = [dict(r, **predict_row(r, args.gpu)) for r in measured if "step_s" in r]
+    out.write_text(render(rows, doc["environment"], args.gpu))
     s = summary(rows)
     print(f"{s['rows']} rows: median |error| {s['median_abs_pct']:.1f}%, worst {s['worst_abs_pct']:.1f}%, "
-          f"signed median {s['median_signed_pct']:+.1f}%; wrote {args.out}")
+          f"signed median {s['median_signed_pct']:+.1f}%; wrote {out}")
     return 0
 
 
