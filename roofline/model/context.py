@@ -33,6 +33,11 @@ class CostContext:
     output_bytes: float | None = None
     """Bytes per element of what the op writes where that differs from what it reads (an autocast cast, an add
     that promotes an fp16 input to fp32: `roofline.model.autocast`); None: `activation_bytes`."""
+    native_norm: bool = False
+    """The model's own parameters are 16-bit (`model.half()`, `.bfloat16()`), so PyTorch runs BatchNorm on its
+    native kernels instead of cuDNN's, which take a 16-bit input only with fp32 scale and shift
+    (`_batch_norm_impl_index` in aten/src/ATen/native/Normalization.cpp: use_cudnn needs `input.scalar_type() !=
+    at::kHalf || weight.scalar_type() == at::kFloat` and no bfloat16)."""
     host_call_factor: float = 1.0
     """How much more each layer call costs the host than the per-call figures say: the runtime profile's
     training factor in a GPU training step (autograd's recording and backward engine), else 1."""

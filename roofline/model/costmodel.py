@@ -283,16 +283,24 @@ def _winograd_s(op: Op, pass_: str, path: str, ctx: CostContext) -> _Winograd | 
     return _Winograd(seconds, compute_s, operands_s + transforms_s, transform_level.name, note)
 
 
+KERNEL_VARIANTS = (":native", ":nchw")
+"""Suffixes of a kernel key for what runs instead of the library's channels-last kernel, in the order they are
+looked up: the framework's own kernel (16-bit model parameters), then the library's NCHW kernel."""
+
+
 def _kernel_rate(op: Op, pass_: str, ctx: CostContext) -> tuple[str, float | None]:
     """(key, measured rate) of the op's non-GEMM kernel for this pass: for activations not in channels_last the
-    layout's own measurement first ('norm:train:nchw': a library runs another kernel over NCHW tensors), then
-    the kernel's (`Op.kernel_key`)."""
+    framework's own kernel first where the model's parameters are 16-bit ('norm:train:native':
+    `CostContext.native_norm`, measured over NCHW only, so a 16-bit model in channels_last is priced at
+    cuDNN's figures), then the layout's own measurement ('norm:train:nchw': a library runs another kernel over
+    NCHW tensors), then the kernel's (`Op.kernel_key`)."""
     key = op.kernel_key(pass_)
     rates = ctx.ceilings.kernel_bytes_per_s
     if not ctx.channels_last:
-        nchw = f"{op.kernel}:nchw" + key[len(op.kernel):]
-        if nchw in rates:
-            return nchw, rates[nchw]
+        for variant in KERNEL_VARIANTS if ctx.native_norm else KERNEL_VARIANTS[1:]:
+            specific = f"{op.kernel}{variant}" + key[len(op.kernel):]
+            if specific in rates:
+                return specific, rates[specific]
     return key, rates.get(key)
 
 

@@ -125,14 +125,18 @@ def kernel_fixed_s(op: Op, view: GemmView, ctx: CostContext) -> float:
     shapes 22% median |error|), with it added 5% (9%); TF32 54% -> 31% too fast; on the same table's B200
     (sm_100_B200, checked after the H100 choice) bf16 38% -> 12%, TF32 53% -> 21%.
 
-    Scope: tiled cuBLAS-style products (`Gemm`, `Linear`) that fill the smallest tile in both output dimensions,
-    as every product of the table does (m, n >= 256). A product of fewer rows (a decode step's GEMV) runs a
-    kernel that streams its weight, whose fixed time the launch floor already prices (the graph-captured decode
-    rows of benchmarks/published/llm-serving.yaml: adding it to the tile model's time there made gpt-fast's
-    batch-1 decode on 8 GPUs 19% too slow); convolutions (cuDNN) and fused attention kernels (several products
-    in one kernel) keep the launch as a floor only."""
+    Scope: tiled products that fill the smallest tile in both output dimensions, as every product of the table
+    does (m, n >= 256): cuBLAS-style `Gemm` and `Linear`, and cuDNN's implicit-GEMM convolutions (`Conv2d`, each
+    pass its own kernel). For the convolutions the evidence is the project's H100 run
+    (benchmarks/results/gpu-live-h100-half.json): ResNet-50 training at batch 12 in fp16 over NCHW spends 2.97 ms
+    of device time in its 159 convolution passes, transposes included, which the launch as a floor priced at
+    1.84 ms; with it added, 2.43 ms. A product of fewer rows (a decode step's GEMV) runs a kernel that streams its
+    weight, whose fixed time the launch floor already prices (the graph-captured decode rows of
+    benchmarks/published/llm-serving.yaml: adding it to the tile model's time there made gpt-fast's batch-1
+    decode on 8 GPUs 19% too slow); fused attention kernels (several products in one kernel) keep the launch as
+    a floor only."""
     smallest_side = min(min(tile) for tile in ctx.ceilings.tiles)
-    if (not ctx.ceilings.is_gpu or not isinstance(op, (Gemm, Linear))
+    if (not ctx.ceilings.is_gpu or not isinstance(op, (Gemm, Linear, Conv2d))
             or min(int(view.m), int(view.n)) < smallest_side):
         return 0.0
     return ctx.ceilings.launch_s

@@ -310,7 +310,8 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     training_gpu = opts.train and c.is_gpu and opts.runtime is not None
     factor = load_runtime(opts.runtime).training_host_factor.value if training_gpu else 1.0
     ctx = CostContext(c, precision.storage_bytes, weight_bytes, weight_reuse_bytes=reuse,
-                      channels_last=opts.channels_last, host_call_factor=factor, warm_calls=opts.alone)
+                      channels_last=opts.channels_last, host_call_factor=factor, warm_calls=opts.alone,
+                      native_norm=c.is_gpu and not amp and precision.storage_bytes == 2)
     context_for = tf32_context_for(profile, precision, opts, ctx)
     autocast = None
     if amp and c.is_gpu and opts.autocast:
