@@ -6,7 +6,7 @@ settings written beside it (torch and cuDNN versions, cudnn.benchmark, data alre
 optimizer), so predictions can be compared row by row. It writes one JSON document, rewritten after every
 section so that a run stopped at its time limit still returns what it measured.
 
-    python benchmarks/gpu_live.py --out gpu-live.json [--sections micro,zoo,breakdown,half,llm] [--budget-s 480]
+    python benchmarks/gpu_live.py --out gpu-live.json [--sections micro,zoo,half,launches,llm] [--budget-s 480]
 
 Timing: CUDA events around `steps` consecutive steps after warm-up (cuDNN autotuning happens there), the
 median over repeats; memory: torch's peak allocated and reserved bytes of the step.
@@ -537,6 +537,74 @@ def half(deadline: float) -> dict[str, list[dict[str, Any]]]:
     return {"steps": rows, "breakdown": profiled}
 
 
+LAUNCH_CASES: list[tuple[str, str, str, int, str, str, int | None]] = [
+    # (model, mode, precision, batch, layout, optimizer, sequence length): steps small enough that the host
+    # sets the pace, in every precision and layout a published harness ran them
+    *[(m, "inference", p, 1, layout, "none", None) for m in ("resnet18", "resnet50")
+      for p, layout in (("fp32", "nchw"), ("fp16", "nchw"), ("fp16", "nhwc"), ("amp", "nhwc"), ("amp", "nchw"))],
+    *[("mobilenetv3-large", "inference", p, 1, layout, "none", None) for p, layout in (("fp16", "nchw"),
+                                                                                      ("amp", "nhwc"))],
+    *[("bert-base", "inference", p, 1, "nchw", "none", 128) for p in ("fp32", "fp16", "amp")],
+    *[("resnet50", "train", p, 1, layout, "none", None) for p, layout in (("fp32", "nchw"), ("fp16", "nchw"),
+                                                                          ("amp", "nhwc"))],
+]
+RUNTIME_CALL_PREFIXES = ("cuda", "cu")
+"""Profiler events of the CUDA runtime and driver APIs the host calls (cudaLaunchKernel, cuLaunchKernelEx,
+cudaMemcpyAsync, ...): the launches a step's host pays for, counted apart from the framework's own ops."""
+
+
+def launches(deadline: float) -> list[dict[str, Any]]:
+    """What the host spends per step where it sets the pace: the step between torch.cuda.synchronize() calls
+    (median of SYNCED_STEPS) and queued back to back, then under the profiler the aten ops it dispatched and the
+    CUDA API calls it made (count and host time per step), so host time can be split between the framework's
+    dispatch per op and the driver's per kernel launch."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    rows: list[dict[str, Any]] = []
+    for case in LAUNCH_CASES:
+        if time.time() > deadline:
+            rows.append({"skipped": list(case), "why": "budget"})
+            continue
+        model, mode, precision, batch, layout, optimizer, seq = case
+        try:
+            step, settings = build_step(model, mode, precision, batch, layout=layout, optimizer=optimizer,
+                                        seq_len=seq)
+            queued = cuda_time(step, min_s=0.2, warmup=10)["median_s"]
+            synced = []
+            for _ in range(SYNCED_STEPS):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                step()
+                torch.cuda.synchronize()
+                synced.append(time.perf_counter() - t0)
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                for _ in range(PROFILED_STEPS):
+                    step()
+                torch.cuda.synchronize()
+            events = prof.key_averages()
+            api = {e.key: {"calls": e.count / PROFILED_STEPS, "host_s": e.self_cpu_time_total * 1e-6 / PROFILED_STEPS}
+                   for e in events if e.key.startswith(RUNTIME_CALL_PREFIXES) and e.self_device_time_total == 0}
+            aten = [e for e in events if e.key.startswith("aten::")]
+            kernels = sum(e.count for e in events if e.self_device_time_total > 0 and not e.key.startswith("aten::"))
+            rows.append({**settings, "step_s": queued, "synced_step_s": sorted(synced)[SYNCED_STEPS // 2],
+                         "aten_calls": sum(e.count for e in aten) / PROFILED_STEPS,
+                         "aten_self_host_s": sum(e.self_cpu_time_total for e in aten) * 1e-6 / PROFILED_STEPS,
+                         "kernels": kernels / PROFILED_STEPS,
+                         "kernel_device_s": sum(e.self_device_time_total for e in events
+                                                if not e.key.startswith("aten::")) * 1e-6 / PROFILED_STEPS,
+                         "runtime_api": api,
+                         "aten_ops": sorted(({"op": e.key, "calls": e.count / PROFILED_STEPS,
+                                              "host_s": e.self_cpu_time_total * 1e-6 / PROFILED_STEPS}
+                                             for e in aten), key=lambda o: -o["host_s"])[:40]})
+            del step
+        except (RuntimeError, ValueError) as exc:
+            rows.append({"case": list(case), "error": str(exc)[:300]})
+        torch.cuda.empty_cache()
+        print("launches", {k: v for k, v in rows[-1].items() if k != "runtime_api"}, flush=True)
+    return rows
+
+
 LLM_CONFIGS: dict[str, dict[str, Any]] = {
     # Shapes of the published models (their Hugging Face config.json); weights random, nothing downloaded.
     "llama-3-8b": dict(model_type="llama", hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
@@ -654,6 +722,9 @@ def main() -> int:
         save()
     if "breakdown" in sections:
         doc["breakdown"] = breakdown(start + args.budget_s * 0.5)
+        save()
+    if "launches" in sections:
+        doc["launches"] = launches(start + args.budget_s)
         save()
     if "half" in sections:
         doc["half"] = half(start + args.budget_s)
