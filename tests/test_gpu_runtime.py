@@ -75,23 +75,42 @@ def test_a_16_bit_model_trains_its_batchnorm_on_pytorchs_own_kernels():
     assert bn_ms("amp", "forward") < 0.8 * bn_ms("fp16", "forward")
 
 
-def test_a_kernel_rate_carries_to_another_gpu_under_its_dram_share_and_its_sm_cycles():
-    # BatchNorm in eval over fp16 tensors streamed 1.431e12 B/s on the H100 (132 SMs x 1.98 GHz, copy rate
-    # 3.009e12: a 47.6% share). The H200 has the same SMs at the same clock and 4.8 TB/s: the share would give it
-    # 1.5x the H100's rate, its SM-cycles the H100's rate, the lower applies. The V100 (80 SMs x 1.53 GHz,
-    # 900 GB/s) has more SM-cycles per byte than the H100: its share of its own DRAM level applies.
-    measured = 1.431e12
+def test_a_memory_bound_kernel_carries_under_its_dram_share_and_its_sm_cycles():
+    # BatchNorm in training over fp16 tensors streamed 2.48e12 B/s on the H100 (132 SMs x 1.98 GHz, copy rate
+    # 3.009e12: an 82% share), 2.13e12 over fp32: the same bytes per second, so memory held it. The H200 has the
+    # same SMs at the same clock and 4.8 TB/s: the share would give it 1.6x the H100's rate, its SM-cycles the
+    # H100's rate, the lower applies. The V100 (80 SMs x 1.53 GHz, 900 GB/s) has more SM-cycles per byte than
+    # the H100: its share of its own DRAM level applies.
+    measured = 2.48e12
     share = measured / 3.009e12
 
     def rate(gpu: str) -> tuple[float, float]:
         c = ceilings_for(find_profile(gpu), get_precision("fp16"))
-        return c.kernel_bytes_per_s["norm:eval"], c.dram.bandwidth_bytes_per_s
+        return c.kernel_bytes_per_s["norm:train"], c.dram.bandwidth_bytes_per_s
 
     h200, h200_dram = rate("h200-sxm-141gb")
     assert share * h200_dram > measured and h200 == pytest.approx(measured, rel=1e-9)
     v100, v100_dram = rate("v100-sxm2-16gb")
     assert v100 == pytest.approx(share * v100_dram, rel=1e-9)
-    assert measured * (80 * 1.53e9) / (132 * 1.98e9) > v100
+
+
+def test_an_instruction_bound_kernel_carries_under_its_lane_cycles_and_its_wider_share():
+    # BatchNorm in eval streamed 301 G elements/s over fp32 (2.412e12 B/s, 80% of the H100's copy rate) and 358 G
+    # over fp16 (1.431e12, 48%): the same elements per second, so its instructions held the fp16 kernel. On
+    # another board it runs at the fp16 rate per fp32 lane-cycle, as far as 80% of that board's DRAM allows.
+    h100_lane_cycles = 132 * 128 * 1.98e9
+
+    def rate(gpu: str) -> tuple[float, float]:
+        c = ceilings_for(find_profile(gpu), get_precision("fp16"))
+        return c.kernel_bytes_per_s["norm:eval"], c.dram.bandwidth_bytes_per_s
+
+    assert rate("h100")[0] == pytest.approx(1.431e12, rel=1e-9)
+    assert rate("h200-sxm-141gb")[0] == pytest.approx(1.431e12, rel=1e-9)
+    v100, _ = rate("v100-sxm2-16gb")
+    assert v100 == pytest.approx(1.431e12 * (80 * 64 * 1.53e9) / h100_lane_cycles, rel=1e-3)
+    rtx4090, rtx4090_dram = rate("rtx-4090")
+    assert rtx4090 == pytest.approx(2.412e12 / 3.009e12 * rtx4090_dram, rel=1e-9)
+    assert rtx4090 > 1.431e12 / 3.009e12 * rtx4090_dram
 
 
 def test_kernel_shares_are_below_the_copy_rate():

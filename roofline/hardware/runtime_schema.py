@@ -17,6 +17,12 @@ class HostCallCosts(_Strict):
     """Host seconds per layer call by `op.kernel` or `op.kind` (the cost model's dispatch keys)."""
 
 
+ELEMENT_BOUND_SPREAD = 1.25
+"""How much more elements per second a kernel may stream over narrower elements and still count as bound by its
+instructions rather than its memory (`KernelRates.memory_shares`): a memory-bound kernel streams bytes at the same
+rate, so halving its elements' size doubles its elements per second."""
+
+
 class KernelRates(_Strict):
     source: str = Field(min_length=1)
     reference_bandwidth_bytes_per_s: float = Field(gt=0, allow_inf_nan=False)
@@ -24,6 +30,10 @@ class KernelRates(_Strict):
     reference_sm_cycles_per_s: float = Field(gt=0, allow_inf_nan=False)
     """SMs x clock of the GPU the rates were measured on: what its kernels' issue and latency limits scale by."""
     reference_sm_cycles_source: str = Field(min_length=1)
+    reference_fp32_lanes_per_sm: int = Field(gt=0)
+    """fp32 lanes per SM of the reference machine: an instruction-bound kernel's rate scales by fp32 lane-cycles
+    (`element_bound_shares`), which differ per SM between generations (64 on Volta, Turing and GA100; 128 on
+    GA102, Ada, Hopper and Blackwell)."""
     bytes_per_s: dict[str, dict[int, float]]
     """kernel key -> {bytes per element: compulsory bytes read + written per second}."""
 
@@ -31,6 +41,23 @@ class KernelRates(_Strict):
         """Each kernel's rate as a share of the reference copy rate, for tensors of `element_bytes`."""
         return {key: rates[element_bytes] / self.reference_bandwidth_bytes_per_s
                 for key, rates in self.bytes_per_s.items() if element_bytes in rates}
+
+    def element_bound_shares(self, element_bytes: int) -> dict[str, float]:
+        """The kernels bound by their instructions over elements of this size on the reference machine, each
+        with the share of the copy rate its memory access reached over wider elements. A kernel runs at the lower
+        of what its access pattern gets out of memory and what its instructions allow; one that streamed the same
+        elements per second over wider and narrower elements (within `ELEMENT_BOUND_SPREAD`) was held back by its
+        instructions over the narrower ones (BatchNorm in eval on the H100: 301 and 358 G elements/s over fp32
+        and fp16, 80% and 48% of the copy rate). A memory-bound kernel streams bytes at the same rate instead."""
+        out = {}
+        for key, rates in self.bytes_per_s.items():
+            wider = [b for b in rates if b > element_bytes]
+            if element_bytes not in rates or not wider:
+                continue
+            own = rates[element_bytes] / element_bytes
+            if max(own / (rates[b] / b) for b in wider) <= ELEMENT_BOUND_SPREAD:
+                out[key] = max(rates[b] for b in wider) / self.reference_bandwidth_bytes_per_s
+        return out
 
 
 class GemmShares(_Strict):

@@ -135,7 +135,8 @@ def autocast_context_for(workload: Workload, plan: StepPlan, ctx: CostContext,
     c = ctx.ceilings
     wide = c
     if runtime and c.provenance.get("kernel_rates", "").startswith(RUNTIME_PROVENANCE):
-        wide = replace(c, kernel_bytes_per_s=runtime_figures(runtime, c.levels, FLOAT_BYTES, c.sm_cycles_per_s)[1])
+        wide = replace(c, kernel_bytes_per_s=runtime_figures(runtime, c.levels, FLOAT_BYTES, c.sm_cycles_per_s,
+                                                                     c.fp32_lanes_per_sm)[1])
     made: dict[tuple[float, float], CostContext] = {}
 
     def context(reads: float, writes: float) -> CostContext:

@@ -57,6 +57,8 @@ class Ceilings:
     sm_cycles_per_s: float = 0.0
     """GPU: SMs x boost clock (`sm_cycles_per_s`), what the runtime profile's kernel rates scale by on the SM side;
     0 on a CPU."""
+    fp32_lanes_per_sm: int = 0
+    """GPU: fp32 lanes per SM, what an instruction-bound kernel's rate scales by beside the SM-cycles."""
     threads: int = 1
     """Host threads the framework computes with (the calibration's torch thread count, else the cores): PyTorch
     picks some CPU kernels by it (`roofline.model.cpu_runtime.backend.cpu_conv_backend`)."""
@@ -368,8 +370,8 @@ def runtime_provenance(runtime: str) -> str:
     return f"{RUNTIME_PROVENANCE} (measured on {load_runtime(runtime).measured_on})"
 
 
-def runtime_figures(runtime: str, levels: tuple[Level, ...], element_bytes: int,
-                    sm_cycles_per_s: float) -> tuple[dict[str, float], dict[str, float]]:
+def runtime_figures(runtime: str, levels: tuple[Level, ...], element_bytes: int, sm_cycles_per_s: float,
+                    fp32_lanes_per_sm: int) -> tuple[dict[str, float], dict[str, float]]:
     """(host seconds per layer call by kind, kernel streaming rates by kernel key) of eager PyTorch on a GPU
     that has no calibration of its own, from the measured runtime profile (`roofline.hardware.runtime`): the
     host costs as measured, each kernel's rate under two bounds, the lower of which applies: its measured share
@@ -378,6 +380,11 @@ def runtime_figures(runtime: str, levels: tuple[Level, ...], element_bytes: int,
     warps hide allow). A kernel that reached 48% of the H100's copy rate is taken to reach no more of another
     board's, nor more per SM-cycle: on an H200 (the same 132 SMs at the same clock, 1.4x the bandwidth) it runs at
     the H100's rate, on a V100 (far fewer SM-cycles, far less bandwidth) at its share of the V100's copy rate.
+    A kernel bound by its instructions on the H100 (`KernelRates.element_bound_shares`: the same elements per
+    second over fp32 and fp16) is carried the other way: its rate per fp32 lane-cycle times this GPU's lane-cycles,
+    as far as the share its access pattern reached over fp32 of this GPU's DRAM allows. BatchNorm in eval over
+    fp16 streamed 48% of the H100's copy rate; an RTX 4090 (41 T lane-cycles/s against the H100's 33 T, a third
+    of its bandwidth) runs it at 80% of its DRAM, a V100 (7.8 T) at 23% of the H100's rate.
     A kernel whose backward was not measured is given its forward's share: where both were (BatchNorm, ReLU in
     ResNet-50's steps on the H100) they are within 20% of each other, max pooling excepted. A layout's
     own figure (':nchw', one forward kernel timed alone) is not carried to the backward, which keeps the kernel's
@@ -387,7 +394,10 @@ def runtime_figures(runtime: str, levels: tuple[Level, ...], element_bytes: int,
     dram = levels[-1].bandwidth_bytes_per_s
     measured = figures.kernel_rates
     sm_scale = sm_cycles_per_s / measured.reference_sm_cycles_per_s * measured.reference_bandwidth_bytes_per_s
-    rates = {key: share * min(dram, sm_scale) for key, share in measured.shares(element_bytes).items()}
+    lane_scale = sm_scale * fp32_lanes_per_sm / measured.reference_fp32_lanes_per_sm
+    lifted = measured.element_bound_shares(element_bytes)
+    rates = {key: min(lifted[key] * dram, share * lane_scale) if key in lifted else share * min(dram, sm_scale)
+             for key, share in measured.shares(element_bytes).items()}
     rates |= {f"{key}:backward": rate for key, rate in rates.items()
               if f"{key}:backward" not in rates and ":nchw" not in key}
     return dict(figures.host_call_s.by_kind), rates
@@ -457,7 +467,8 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
     kernel_rates = dict(measured.kernel_bytes_per_s) if measured else {}
     if isinstance(profile, GpuProfile) and not measured and runtime:
         dispatch_by_kind, kernel_rates = runtime_figures(runtime, levels, precision.storage_bytes,
-                                                         sm_cycles_per_s(profile))
+                                                         sm_cycles_per_s(profile),
+                                                         int(profile.compute.fp32_lanes_per_sm.value))
         provenance["dispatch_s"] = provenance["kernel_rates"] = runtime_provenance(runtime)
     across = 1.0
     if isinstance(profile, GpuProfile) and runtime:
@@ -471,6 +482,7 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
     return Ceilings(
         device=profile.name, is_gpu=is_gpu, units=units, vector_lanes_fp32=lanes,
         sm_cycles_per_s=sm_cycles_per_s(profile) if isinstance(profile, GpuProfile) else 0.0,
+        fp32_lanes_per_sm=int(profile.compute.fp32_lanes_per_sm.value) if isinstance(profile, GpuProfile) else 0,
         threads=int(threads) if isinstance(threads, int | float) and threads else units, compute_dtype=dtype,
         matrix_flops_per_s=matrix_value, vector_flops_per_s=vector_value, alignment_elements=alignment,
         gemm_curve=curve, gemm_fit=fit_gemm_curve(curve),
