@@ -6,7 +6,7 @@ settings written beside it (torch and cuDNN versions, cudnn.benchmark, data alre
 optimizer), so predictions can be compared row by row. It writes one JSON document, rewritten after every
 section so that a run stopped at its time limit still returns what it measured.
 
-    python benchmarks/gpu_live.py --out gpu-live.json [--sections micro,zoo,half,launches,llm] [--budget-s 480]
+    python benchmarks/gpu_live.py --out gpu-live.json [--sections micro,zoo,half,launches,decode,llm] [--budget-s 480]
 
 Timing: CUDA events around `steps` consecutive steps after warm-up (cuDNN autotuning happens there), the
 median over repeats; memory: torch's peak allocated and reserved bytes of the step.
@@ -690,6 +690,77 @@ def llm(deadline: float, models: set[str] | None, runtimes: set[str] | None = No
     return rows
 
 
+DECODE_CASES: list[tuple[str, int, int]] = [("llama-3-8b", 512, 8), ("llama-3-8b", 512, 64), ("llama-3-8b", 2048, 8),
+                                             ("llama-2-7b", 512, 64)]
+"""(config, prompt length, batch): eager decode steps whose time per output token the cost model misses by a
+third (llama-3-8b at batch 64 x 512 and 8 x 2048) beside one it gets (batch 8 x 512) and an MHA model."""
+DECODE_STEPS = 8
+
+
+def decode_breakdown(deadline: float) -> list[dict[str, Any]]:
+    """Where an eager decode step's time goes: the prompt run through the model once (a DynamicCache), then
+    DECODE_STEPS single-token forwards timed between CUDA events and, after a fresh prefill, under the profiler:
+    each step's kernels and aten ops by device time, per step, as transformers' generate runs them (greedy,
+    bf16, no padding)."""
+    import torch
+    import transformers
+    from torch.profiler import ProfilerActivity, profile
+
+    rows: list[dict[str, Any]] = []
+    for name, prompt, batch in DECODE_CASES:
+        if time.time() > deadline:
+            rows.append({"skipped": [name, prompt, batch], "why": "budget"})
+            continue
+        cfg_kwargs = dict(LLM_CONFIGS[name])
+        cfg = transformers.AutoConfig.for_model(cfg_kwargs.pop("model_type"), **cfg_kwargs)
+        model = _random_llm(cfg)
+        try:
+            with torch.no_grad():
+                ids = torch.randint(0, cfg.vocab_size, (batch, prompt), device="cuda")
+
+                def prefill(ids=ids, model=model) -> tuple[Any, Any]:
+                    out = model(input_ids=ids, use_cache=True)
+                    return out.past_key_values, out.logits[:, -1:].argmax(-1)
+
+                def steps(cache: Any, token: Any, n: int, model=model) -> None:
+                    for _ in range(n):
+                        out = model(input_ids=token, past_key_values=cache, use_cache=True)
+                        cache, token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+
+                steps(*prefill(), 2)
+                cache, token = prefill()
+                torch.cuda.synchronize()
+                start_event, end_event = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start_event.record()
+                steps(cache, token, DECODE_STEPS)
+                end_event.record()
+                end_event.synchronize()
+                step_s = start_event.elapsed_time(end_event) * 1e-3 / DECODE_STEPS
+                cache, token = prefill()
+                torch.cuda.synchronize()
+                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                    steps(cache, token, DECODE_STEPS)
+                    torch.cuda.synchronize()
+            events = prof.key_averages()
+            kernels = sorted(({"kernel": e.key[:160], "calls": e.count / DECODE_STEPS,
+                               "device_s": e.self_device_time_total * 1e-6 / DECODE_STEPS}
+                              for e in events if e.self_device_time_total > 0 and not e.key.startswith("aten::")),
+                             key=lambda k: -k["device_s"])[:40]
+            aten = sorted(({"op": e.key, "calls": e.count / DECODE_STEPS,
+                            "device_s": e.self_device_time_total * 1e-6 / DECODE_STEPS,
+                            "host_s": e.self_cpu_time_total * 1e-6 / DECODE_STEPS}
+                           for e in events if e.key.startswith("aten::")), key=lambda o: -o["device_s"])[:40]
+            rows.append({"model": name, "prompt_len": prompt, "batch": batch, "decode_steps": DECODE_STEPS,
+                         "step_s": step_s, "kernels": kernels, "aten_ops": aten,
+                         "kernel_device_s": sum(k["device_s"] for k in kernels)})
+        except (RuntimeError, ValueError, TypeError) as exc:
+            rows.append({"model": name, "batch": batch, "error": str(exc)[:300]})
+        print("decode", {k: rows[-1].get(k) for k in ("model", "prompt_len", "batch", "step_s", "error")}, flush=True)
+        del model
+        torch.cuda.empty_cache()
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -722,6 +793,9 @@ def main() -> int:
         save()
     if "breakdown" in sections:
         doc["breakdown"] = breakdown(start + args.budget_s * 0.5)
+        save()
+    if "decode" in sections:
+        doc["decode"] = decode_breakdown(start + args.budget_s)
         save()
     if "launches" in sections:
         doc["launches"] = launches(start + args.budget_s)
