@@ -460,7 +460,9 @@ def zoo(deadline: float, models: set[str] | None) -> list[dict[str, Any]]:
     return rows
 
 
-HALF_CASES: list[tuple[str, str, str, int, str, str, int | None]] = [
+Case = tuple[str, str, str, int, str, str, int | None]
+"""(model, mode, precision, batch, layout, optimizer, sequence length): one step as `build_step` builds it."""
+HALF_CASES: list[Case] = [
     # (model, mode, precision, batch, layout, optimizer, sequence length): the published harnesses that ran
     # the model itself in 16-bit over NCHW tensors (ryujaehun/pytorch-gpu-benchmark: batch 12, no update;
     # u39kun/deep-learning-benchmark: VGG-16 at batch 16), beside the same step in fp32 and under autocast,
@@ -481,12 +483,27 @@ HALF_CASES: list[tuple[str, str, str, int, str, str, int | None]] = [
     *[("bert-large", "inference", p, 8, "nchw", "none", 384) for p in ("amp", "fp16")],
     ("bert-base", "train", "amp", 16, "nchw", "none", 384), ("bert-base", "train", "fp16", 16, "nchw", "none", 384),
 ]
-HALF_BREAKDOWN = [("resnet50", "inference", "fp16", 256, "nchw", "none", None),
+HALF_BREAKDOWN: list[Case] = [("resnet50", "inference", "fp16", 256, "nchw", "none", None),
                   ("resnet50", "inference", "amp", 256, "nchw", "none", None),
                   ("resnet50", "train", "fp16", 12, "nchw", "none", None),
                   ("bert-base", "inference", "amp", 16, "nchw", "none", 384),
                   ("bert-base", "inference", "fp16", 16, "nchw", "none", 384)]
 SYNCED_STEPS = 20
+
+
+def synced_step_s(step: Callable[[], Any]) -> float:
+    """The median of SYNCED_STEPS steps each between torch.cuda.synchronize() calls on the wall clock: how the
+    published harnesses timed a step, the host's issue time and the device's tail both in it."""
+    import torch
+
+    samples = []
+    for _ in range(SYNCED_STEPS):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        samples.append(time.perf_counter() - t0)
+    return sorted(samples)[SYNCED_STEPS // 2]
 
 
 def half(deadline: float) -> dict[str, list[dict[str, Any]]]:
@@ -495,8 +512,25 @@ def half(deadline: float) -> dict[str, list[dict[str, Any]]]:
     median of SYNCED_STEPS); then HALF_BREAKDOWN under the profiler, with its kernels by name."""
     import torch
 
+    def timed(step: Callable[[], Any]) -> dict[str, Any]:
+        torch.cuda.reset_peak_memory_stats()
+        t = cuda_time(step, min_s=0.3, warmup=5)
+        return {"step_s": t["median_s"], "step_min_s": t["min_s"], "step_max_s": t["max_s"],
+                "steps_timed": t["calls"], "synced_step_s": synced_step_s(step),
+                "peak_allocated_bytes": torch.cuda.max_memory_allocated()}
+
+    return {"steps": run_cases(HALF_CASES, deadline, "half", timed),
+            "breakdown": run_cases(HALF_BREAKDOWN, deadline, "half breakdown", lambda step: _profiled((step, {})))}
+
+
+def run_cases(cases: list[Case], deadline: float, label: str,
+              measure: Callable[[Callable[[], Any]], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each case's step (`build_step`) measured by `measure`, beside the settings it ran under, while the
+    deadline allows; a case that fails is recorded with its error rather than ending the run."""
+    import torch
+
     rows: list[dict[str, Any]] = []
-    for case in HALF_CASES:
+    for case in cases:
         if time.time() > deadline:
             rows.append({"skipped": list(case), "why": "budget"})
             continue
@@ -504,40 +538,15 @@ def half(deadline: float) -> dict[str, list[dict[str, Any]]]:
         try:
             step, settings = build_step(model, mode, precision, batch, layout=layout, optimizer=optimizer,
                                         seq_len=seq)
-            torch.cuda.reset_peak_memory_stats()
-            t = cuda_time(step, min_s=0.3, warmup=5)
-            synced = []
-            for _ in range(SYNCED_STEPS):
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                step()
-                torch.cuda.synchronize()
-                synced.append(time.perf_counter() - t0)
-            rows.append({**settings, "step_s": t["median_s"], "step_min_s": t["min_s"], "step_max_s": t["max_s"],
-                         "steps_timed": t["calls"], "synced_step_s": sorted(synced)[SYNCED_STEPS // 2],
-                         "peak_allocated_bytes": torch.cuda.max_memory_allocated()})
-            del step
+            rows.append({**settings, **measure(step)})
         except (RuntimeError, ValueError) as exc:
             rows.append({"case": list(case), "error": str(exc)[:300]})
         torch.cuda.empty_cache()
-        print("half", rows[-1], flush=True)
-    profiled: list[dict[str, Any]] = []
-    for case in HALF_BREAKDOWN:
-        if time.time() > deadline:
-            profiled.append({"skipped": list(case), "why": "budget"})
-            continue
-        model, mode, precision, batch, layout, optimizer, seq = case
-        try:
-            profiled.append(_profiled(build_step(model, mode, precision, batch, layout=layout,
-                                                 optimizer=optimizer, seq_len=seq)))
-        except (RuntimeError, ValueError) as exc:
-            profiled.append({"case": list(case), "error": str(exc)[:300]})
-        print("half breakdown", case, profiled[-1].get("profiled_wall_s"), flush=True)
-        torch.cuda.empty_cache()
-    return {"steps": rows, "breakdown": profiled}
+        print(label, {k: v for k, v in rows[-1].items() if not isinstance(v, (list, dict))}, flush=True)
+    return rows
 
 
-LAUNCH_CASES: list[tuple[str, str, str, int, str, str, int | None]] = [
+LAUNCH_CASES: list[Case] = [
     # (model, mode, precision, batch, layout, optimizer, sequence length): steps small enough that the host
     # sets the pace, in every precision and layout a published harness ran them
     *[(m, "inference", p, 1, layout, "none", None) for m in ("resnet18", "resnet50")
@@ -561,48 +570,30 @@ def launches(deadline: float) -> list[dict[str, Any]]:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    rows: list[dict[str, Any]] = []
-    for case in LAUNCH_CASES:
-        if time.time() > deadline:
-            rows.append({"skipped": list(case), "why": "budget"})
-            continue
-        model, mode, precision, batch, layout, optimizer, seq = case
-        try:
-            step, settings = build_step(model, mode, precision, batch, layout=layout, optimizer=optimizer,
-                                        seq_len=seq)
-            queued = cuda_time(step, min_s=0.2, warmup=10)["median_s"]
-            synced = []
-            for _ in range(SYNCED_STEPS):
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
+    def host(step: Callable[[], Any]) -> dict[str, Any]:
+        queued = cuda_time(step, min_s=0.2, warmup=10)["median_s"]
+        synced = synced_step_s(step)
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(PROFILED_STEPS):
                 step()
-                torch.cuda.synchronize()
-                synced.append(time.perf_counter() - t0)
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                for _ in range(PROFILED_STEPS):
-                    step()
-                torch.cuda.synchronize()
-            events = prof.key_averages()
-            api = {e.key: {"calls": e.count / PROFILED_STEPS, "host_s": e.self_cpu_time_total * 1e-6 / PROFILED_STEPS}
-                   for e in events if e.key.startswith(RUNTIME_CALL_PREFIXES) and e.self_device_time_total == 0}
-            aten = [e for e in events if e.key.startswith("aten::")]
-            kernels = sum(e.count for e in events if e.self_device_time_total > 0 and not e.key.startswith("aten::"))
-            rows.append({**settings, "step_s": queued, "synced_step_s": sorted(synced)[SYNCED_STEPS // 2],
-                         "aten_calls": sum(e.count for e in aten) / PROFILED_STEPS,
-                         "aten_self_host_s": sum(e.self_cpu_time_total for e in aten) * 1e-6 / PROFILED_STEPS,
-                         "kernels": kernels / PROFILED_STEPS,
-                         "kernel_device_s": sum(e.self_device_time_total for e in events
-                                                if not e.key.startswith("aten::")) * 1e-6 / PROFILED_STEPS,
-                         "runtime_api": api,
-                         "aten_ops": sorted(({"op": e.key, "calls": e.count / PROFILED_STEPS,
-                                              "host_s": e.self_cpu_time_total * 1e-6 / PROFILED_STEPS}
-                                             for e in aten), key=lambda o: -o["host_s"])[:40]})
-            del step
-        except (RuntimeError, ValueError) as exc:
-            rows.append({"case": list(case), "error": str(exc)[:300]})
-        torch.cuda.empty_cache()
-        print("launches", {k: v for k, v in rows[-1].items() if k != "runtime_api"}, flush=True)
-    return rows
+            torch.cuda.synchronize()
+        events = prof.key_averages()
+        api = {e.key: {"calls": e.count / PROFILED_STEPS, "host_s": e.self_cpu_time_total * 1e-6 / PROFILED_STEPS}
+               for e in events if e.key.startswith(RUNTIME_CALL_PREFIXES) and e.self_device_time_total == 0}
+        aten = [e for e in events if e.key.startswith("aten::")]
+        kernels = sum(e.count for e in events if e.self_device_time_total > 0 and not e.key.startswith("aten::"))
+        return {"step_s": queued, "synced_step_s": synced,
+                "aten_calls": sum(e.count for e in aten) / PROFILED_STEPS,
+                "aten_self_host_s": sum(e.self_cpu_time_total for e in aten) * 1e-6 / PROFILED_STEPS,
+                "kernels": kernels / PROFILED_STEPS,
+                "kernel_device_s": sum(e.self_device_time_total for e in events
+                                       if not e.key.startswith("aten::")) * 1e-6 / PROFILED_STEPS,
+                "runtime_api": api,
+                "aten_ops": sorted(({"op": e.key, "calls": e.count / PROFILED_STEPS,
+                                     "host_s": e.self_cpu_time_total * 1e-6 / PROFILED_STEPS} for e in aten),
+                                   key=lambda o: -o["host_s"])[:40]}
+
+    return run_cases(LAUNCH_CASES, deadline, "launches", host)
 
 
 LLM_CONFIGS: dict[str, dict[str, Any]] = {
