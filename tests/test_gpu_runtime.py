@@ -11,9 +11,11 @@ import pytest
 from roofline.hardware import find_profile
 from roofline.hardware.runtime import EAGER_CUDA, load_runtime
 from roofline.model.ceilings import ceilings_for, sustained_matrix_rate
+from roofline.model.conv_cost import BIAS_ADD_KERNEL
 from roofline.model.costmodel import KERNEL_VARIANTS
 from roofline.model.step import StepOptions, predict_step
 from roofline.workload.ops.attention import with_eager_attention
+from roofline.workload.ops.conv import Conv2d
 from roofline.workload.precision import get_precision
 from roofline.workload.zoo import build_workload, list_models
 
@@ -27,6 +29,8 @@ def _zoo_kernel_keys() -> set[str]:
         for op in (*workload.ops, *workload.inference_ops(), *eager.ops):
             keys.add(op.kernel_key("forward"))
             keys.add(op.kernel_key("backward_input"))
+            if isinstance(op, Conv2d) and op.bias:
+                keys.add(BIAS_ADD_KERNEL)
     return keys
 
 

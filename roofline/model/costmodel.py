@@ -35,7 +35,14 @@ from dataclasses import dataclass, replace
 
 from roofline.model.ceilings import Level
 from roofline.model.context import CostContext
-from roofline.model.conv_cost import conv_fixed_s, conv_kind, efficiency_key, layout_conversion_s, measured_kind
+from roofline.model.conv_cost import (
+    bias_add,
+    conv_fixed_s,
+    conv_kind,
+    efficiency_key,
+    layout_conversion_s,
+    measured_kind,
+)
 from roofline.model.cpu_runtime.backend import cpu_conv_backend
 from roofline.model.gemm_cost import (
     QUANTIZATION_NOTE_RATIO,
@@ -380,6 +387,11 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
         notes.append(Note("convolution algorithm", f"{winograd.note} against {work_s * 1e3:.3g} ms direct"))
         work_s, compute_s, memory_s = winograd.seconds, winograd.compute_s, winograd.memory_s
         level_name = winograd.level
+    bias_s, bias_host_s, bias_note = bias_add(op, pass_, ctx)
+    if bias_note:
+        notes.append(bias_note)
+        work_s += bias_s
+        host_s += bias_host_s
     bound = _bound(compute_s, memory_s, layout_s, work_s, host_s, launch_s, level_name)
     return OpCost(op.name, op.kind, pass_, flops, act_bytes + w_bytes, compute_s, memory_s, host_s,
                   max(work_s, launch_s), bound, path, tuple(dict.fromkeys(notes)), launches, c.is_gpu)
