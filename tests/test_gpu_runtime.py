@@ -11,8 +11,8 @@ import pytest
 from roofline.hardware import find_profile
 from roofline.hardware.runtime import EAGER_CUDA, load_runtime
 from roofline.model.ceilings import ceilings_for, sustained_matrix_rate
+from roofline.model.context import KERNEL_VARIANTS
 from roofline.model.conv_cost import BIAS_ADD_KERNEL
-from roofline.model.costmodel import KERNEL_VARIANTS
 from roofline.model.step import StepOptions, predict_step
 from roofline.workload.ops.attention import with_eager_attention
 from roofline.workload.ops.conv import Conv2d

@@ -19,8 +19,8 @@ class HostCallCosts(_Strict):
 
 ELEMENT_BOUND_SPREAD = 1.25
 """How much more elements per second a kernel may stream over narrower elements and still count as bound by its
-instructions rather than its memory (`KernelRates.memory_shares`): a memory-bound kernel streams bytes at the same
-rate, so halving its elements' size doubles its elements per second."""
+instructions rather than its memory (`KernelRates.element_bound_shares`): a memory-bound kernel streams bytes at
+the same rate, so halving its elements' size doubles its elements per second."""
 
 
 class KernelRates(_Strict):

@@ -465,10 +465,11 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
         provenance["host_link"] = "measured" if "pinned" in h2d else "datasheet"
     dispatch_by_kind = dict(measured.dispatch_s_by_kind) if measured else {}
     kernel_rates = dict(measured.kernel_bytes_per_s) if measured else {}
+    cycles = sm_cycles_per_s(profile) if isinstance(profile, GpuProfile) else 0.0
+    lanes_per_sm = int(profile.compute.fp32_lanes_per_sm.value) if isinstance(profile, GpuProfile) else 0
     if isinstance(profile, GpuProfile) and not measured and runtime:
-        dispatch_by_kind, kernel_rates = runtime_figures(runtime, levels, precision.storage_bytes,
-                                                         sm_cycles_per_s(profile),
-                                                         int(profile.compute.fp32_lanes_per_sm.value))
+        dispatch_by_kind, kernel_rates = runtime_figures(runtime, levels, precision.storage_bytes, cycles,
+                                                         lanes_per_sm)
         provenance["dispatch_s"] = provenance["kernel_rates"] = runtime_provenance(runtime)
     across = 1.0
     if isinstance(profile, GpuProfile) and runtime:
@@ -481,8 +482,7 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
     lanes = 0 if is_gpu else int(profile.compute.simd_width_bits.value) // 32  # type: ignore[union-attr]
     return Ceilings(
         device=profile.name, is_gpu=is_gpu, units=units, vector_lanes_fp32=lanes,
-        sm_cycles_per_s=sm_cycles_per_s(profile) if isinstance(profile, GpuProfile) else 0.0,
-        fp32_lanes_per_sm=int(profile.compute.fp32_lanes_per_sm.value) if isinstance(profile, GpuProfile) else 0,
+        sm_cycles_per_s=cycles, fp32_lanes_per_sm=lanes_per_sm,
         threads=int(threads) if isinstance(threads, int | float) and threads else units, compute_dtype=dtype,
         matrix_flops_per_s=matrix_value, vector_flops_per_s=vector_value, alignment_elements=alignment,
         gemm_curve=curve, gemm_fit=fit_gemm_curve(curve),

@@ -10,6 +10,10 @@ from dataclasses import dataclass
 from roofline.model.ceilings import Ceilings
 from roofline.workload.ops.base import Op
 
+KERNEL_VARIANTS = (":native", ":nchw")
+"""Suffixes of a kernel key for what runs instead of the library's channels-last kernel, in the order they are
+looked up: the framework's own kernel (16-bit model parameters), then the library's NCHW kernel."""
+
 
 @dataclass(frozen=True)
 class CostContext:
@@ -41,6 +45,21 @@ class CostContext:
     host_call_factor: float = 1.0
     """How much more each layer call costs the host than the per-call figures say: the runtime profile's
     training factor in a GPU training step (autograd's recording and backward engine), else 1."""
+
+
+    def kernel_rate(self, kernel: str, suffix: str = "") -> tuple[str, float | None]:
+        """(key, measured rate) of a kernel (`kernel` + `suffix`, e.g. 'norm:train' + ':backward') as this context
+        runs it: for activations not in channels_last the framework's own kernel first where the model's
+        parameters are 16-bit ('norm:train:native': `native_norm`, measured over NCHW only, so a 16-bit model in
+        channels_last is priced at cuDNN's figures), then the layout's own measurement ('norm:train:nchw': a
+        library runs another kernel over NCHW tensors), then the kernel's own."""
+        rates = self.ceilings.kernel_bytes_per_s
+        if not self.channels_last:
+            for variant in KERNEL_VARIANTS if self.native_norm else KERNEL_VARIANTS[1:]:
+                specific = f"{kernel}{variant}{suffix}"
+                if specific in rates:
+                    return specific, rates[specific]
+        return f"{kernel}{suffix}", rates.get(f"{kernel}{suffix}")
 
 
 ContextFor = Callable[[Op, str], CostContext]

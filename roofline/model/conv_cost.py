@@ -110,8 +110,7 @@ def bias_add(op: Op, pass_: str, ctx: CostContext) -> tuple[float, float, Note |
         return 0.0, 0.0, None
     element_bytes = ctx.activation_bytes if ctx.output_bytes is None else ctx.output_bytes
     moved = 2.0 * float(op.output_elements()) * element_bytes
-    rates = c.kernel_bytes_per_s
-    rate = (None if ctx.channels_last else rates.get(f"{BIAS_ADD_KERNEL}:nchw")) or rates.get(BIAS_ADD_KERNEL)
+    rate = ctx.kernel_rate(BIAS_ADD_KERNEL)[1]
     seconds = max(moved / (rate or c.levels[-1].bandwidth_bytes_per_s), c.launch_s)
     host = c.dispatch_s_by_kind.get("elementwise", c.dispatch_s) * ctx.host_call_factor
     note = Note("bias add", f"PyTorch adds the bias in a kernel of its own after cuDNN's convolution "

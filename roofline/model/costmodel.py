@@ -290,27 +290,6 @@ def _winograd_s(op: Op, pass_: str, path: str, ctx: CostContext) -> _Winograd | 
     return _Winograd(seconds, compute_s, operands_s + transforms_s, transform_level.name, note)
 
 
-KERNEL_VARIANTS = (":native", ":nchw")
-"""Suffixes of a kernel key for what runs instead of the library's channels-last kernel, in the order they are
-looked up: the framework's own kernel (16-bit model parameters), then the library's NCHW kernel."""
-
-
-def _kernel_rate(op: Op, pass_: str, ctx: CostContext) -> tuple[str, float | None]:
-    """(key, measured rate) of the op's non-GEMM kernel for this pass: for activations not in channels_last the
-    framework's own kernel first where the model's parameters are 16-bit ('norm:train:native':
-    `CostContext.native_norm`, measured over NCHW only, so a 16-bit model in channels_last is priced at
-    cuDNN's figures), then the layout's own measurement ('norm:train:nchw': a library runs another kernel over
-    NCHW tensors), then the kernel's (`Op.kernel_key`)."""
-    key = op.kernel_key(pass_)
-    rates = ctx.ceilings.kernel_bytes_per_s
-    if not ctx.channels_last:
-        for variant in KERNEL_VARIANTS if ctx.native_norm else KERNEL_VARIANTS[1:]:
-            specific = f"{op.kernel}{variant}" + key[len(op.kernel):]
-            if specific in rates:
-                return specific, rates[specific]
-    return key, rates.get(key)
-
-
 def _memory_s(op: Op, has_views: bool, pass_: str, ctx: CostContext, act_bytes: float, w_bytes: float,
               weight_level: Level, l2_bytes: float, notes: list[Note]) -> tuple[float, str]:
     """(seconds, level) of the traffic: activations from the smallest level holding the op's working set,
@@ -320,7 +299,8 @@ def _memory_s(op: Op, has_views: bool, pass_: str, ctx: CostContext, act_bytes: 
     act_level = _level_for(c.levels, act_bytes + w_bytes, c.is_gpu)
     memory_s = act_bytes / act_level.bandwidth_bytes_per_s + w_bytes / weight_level.bandwidth_bytes_per_s
     level_name = act_level.name if act_bytes >= w_bytes else weight_level.name
-    key, kernel_rate = _kernel_rate(op, pass_, ctx) if not has_views else ("", None)
+    key, kernel_rate = ctx.kernel_rate(op.kernel, op.kernel_key(pass_)[len(op.kernel):]) if not has_views \
+        else ("", None)
     if kernel_rate and (act_bytes + w_bytes) / kernel_rate > memory_s:
         memory_s = (act_bytes + w_bytes) / kernel_rate
         level_name = "kernel"
