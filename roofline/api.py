@@ -627,27 +627,30 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
                     runtime: str = "eager", allow_oversize: bool = False, gpus: int = 1, node: str | None = None,
                     nodes: int = 1, allreduce: str = "auto", lm_head: str = "split",
                     static_cache: int | None = None, decode_attention: str = "grouped",
-                    expert_precision: str | None = None) -> dict[str, Any]:
+                    expert_precision: str | None = None, transformers: str | None = None) -> dict[str, Any]:
     """A language model served on a device: time to first token, time per output token, tokens/s, memory and
     both phases per op (the `predict --model LLM --prompt-len P --output-len O` document). `gpus` > 1 splits
     the model over that many GPUs of a node (tensor parallelism), the lm_head split by vocabulary or
     replicated (`lm_head`); `static_cache` is transformers' StaticCache length (graph runtime);
     `decode_attention` the decode kernel ('grouped', or TensorRT-LLM's 'per-head' masked MHA);
-    `expert_precision` a mixture of experts' 16-bit type where it differs from `precision`."""
+    `expert_precision` a mixture of experts' 16-bit type where it differs from `precision`; `transformers`
+    the release whose eager generate runs ('4.35'; None: the current one)."""
     from roofline.advise.track_record import serving_quotes
     from roofline.model.llm_step import predict_serving as predict_request
     from roofline.model.llm_step import require_fit, tensor_parallel_group
     from roofline.report.serving_doc import prediction_dict
     from roofline.workload.llm.builtins import get_config
+    from roofline.workload.llm.transformers_release import transformers_release
 
     cfg = get_config(model)
     if expert_precision is not None and cfg.experts <= 1:
         raise RooflineError(f"--expert-precision applies to a mixture of experts; {cfg.name} has none")
+    release = transformers_release(transformers, cfg)
     profile = select_profile(hw, gpu, cpu)
     prec = _serving_precision(profile, precision, kv_precision, group_size, expert_precision)
     tp = tensor_parallel_group(profile, gpus, node, nodes, allreduce, lm_head)
     preds = [predict_request(cfg, profile, prec, b, prompt_len, output_len, runtime, tp, static_cache,
-                             decode_attention) for b in _batches(batch)]
+                             decode_attention, release) for b in _batches(batch)]
     if not allow_oversize:
         for p in preds:
             require_fit(p)
@@ -660,7 +663,7 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
         # (priced even where the model would not fit one GPU: time only)
         first = preds[0]
         single = predict_request(cfg, profile, prec, first.batch, prompt_len, output_len, runtime,
-                                 static_cache=static_cache, decode_attention=decode_attention)
+                                 static_cache=static_cache, decode_attention=decode_attention, release=release)
         communication = first.prefill.communication_s + (output_len - 1) * first.decode.communication_s
         out |= {"communication_s": communication, "exposed_communication_s": communication,
                 "scaling_efficiency": single.request_s / (tp.gpus * first.request_s),

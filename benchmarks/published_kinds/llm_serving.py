@@ -8,8 +8,10 @@ Predictions are `roofline.model.llm_step.predict_serving` with the shipped profi
 (weight-only int8/int4 computing in bf16; fp8 with its KV cache where the row says), batch, prompt and output
 lengths and runtime, on the row's `gpus` tensor-parallel GPUs of the node profile holding its GPU, with the row's
 `allreduce` (default NCCL's choice), `lm_head` layout (default split), transformers' `static_cache` length
-where the run had one and the `decode_attention` kernel (default grouped; per-head for TensorRT-LLM v0.5-0.6's
-masked MHA); whether the batch fits is shown, not enforced (TensorRT-LLM pages its KV cache).
+where the run had one, the `decode_attention` kernel (default grouped; per-head for TensorRT-LLM v0.5-0.6's
+masked MHA) and, for transformers' eager generate, the `transformers` release the source names
+(`roofline.workload.llm.transformers_release`; default the current one); whether the batch fits is shown, not
+enforced (TensorRT-LLM pages its KV cache).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from roofline.hardware import find_profile
 from roofline.model.llm_precision import activation_for, serving_precision
 from roofline.model.llm_step import ServingPrediction, predict_serving, tensor_parallel_group
 from roofline.workload.llm.builtins import get_config
+from roofline.workload.llm.transformers_release import transformers_release
 
 RESULT_STEM = "published-llm-serving"
 TITLE = "LLM serving (one GPU and tensor-parallel): predicted vs published"
@@ -102,8 +105,10 @@ def _predict(row: dict[str, Any]) -> ServingPrediction:
                              row.get("expert_precision"))
     tp = tensor_parallel_group(profile, row.get("gpus", 1), algorithm=row.get("allreduce", "auto"),
                                lm_head=row.get("lm_head", "split"))
-    return predict_serving(get_config(row["model"]), profile, prec, row["batch"], row["prompt"], row["output"],
-                           row["runtime"], tp, row.get("static_cache"), row.get("decode_attention", "grouped"))
+    cfg = get_config(row["model"])
+    release = transformers_release(row.get("transformers"), cfg)
+    return predict_serving(cfg, profile, prec, row["batch"], row["prompt"], row["output"], row["runtime"], tp,
+                           row.get("static_cache"), row.get("decode_attention", "grouped"), release)
 
 
 def compare(dataset: dict[str, Any]) -> list[Comparison]:
@@ -120,7 +125,8 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
                         f"P={row['prompt']} O={row['output']} {row['runtime']}"
                         f"{' TP=' + str(row['gpus']) if row.get('gpus', 1) > 1 else ''}"
                         f"{' static cache ' + str(row['static_cache']) if row.get('static_cache') else ''}"
-                        f"{' ' + row['decode_attention'] + ' decode attention' if row.get('decode_attention') else ''}")
+                        f"{' ' + row['decode_attention'] + ' decode attention' if row.get('decode_attention') else ''}"
+                        f"{' transformers ' + str(row['transformers']) if row.get('transformers') else ''}")
             out.append(Comparison(
                 row_id=str(row["id"]), source_id=block.id, holdout=block.holdout, later_set=block.held_out_set,
                 published=published_time_s(row),

@@ -28,6 +28,10 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
                             "(FlashAttention, SDPA, TensorRT-LLM's XQA; default); per-head runs a block per query "
                             "head, each loading its KV head (TensorRT-LLM v0.5-0.6's masked MHA, and v0.7-0.9's "
                             "where query heads per KV head are neither 1 nor 8)")
+        g.add_argument("--transformers", metavar="X.Y",
+                       help="with --runtime eager: the transformers release whose generate runs (e.g. 4.35: eager "
+                            "attention before 4.36, grouped K/V repeated per head before 4.54, the prompt's logits "
+                            "for every position before 4.45); default: the current release")
         g.add_argument("--expert-precision", choices=["bf16", "fp16"],
                        help="a mixture of experts' weights and products in this 16-bit type, the rest at "
                             "--precision (TensorRT-LLM up to v0.9's MoE plugin has no fp8 path)")
@@ -65,7 +69,8 @@ def run_predict(args: argparse.Namespace) -> int:
                               runtime=args.runtime or "eager", allow_oversize=args.allow_oversize,
                               gpus=_gpus(args), node=args.node, nodes=args.nodes, allreduce=args.allreduce,
                               lm_head=args.lm_head, static_cache=args.static_cache,
-                              decode_attention=args.decode_attention, expert_precision=args.expert_precision)
+                              decode_attention=args.decode_attention, expert_precision=args.expert_precision,
+                              transformers=args.transformers)
     if args.json:
         print_json(out)
         return 0

@@ -46,8 +46,10 @@ from roofline.workload.llm.phases import (
     prefill,
     unfused_bytes,
 )
+from roofline.workload.llm.transformers_release import CURRENT, TransformersRelease
 from roofline.workload.ops.gemm import Linear
-from roofline.workload.ops.serving import ExpertLinear
+from roofline.workload.ops.pointwise import Elementwise
+from roofline.workload.ops.serving import ExpertLinear, LogitsHead
 
 DEQUANT_ROW_BAND = 128
 """Rows of the output tile band one dequantised weight tile serves (the largest GEMM tile side the cost model
@@ -142,6 +144,7 @@ class ServingPrediction:
     capacity_bytes: float
     ceilings: Ceilings
     tp: TensorParallel | None = None
+    release: TransformersRelease = CURRENT
 
     @property
     def gpus(self) -> int:
@@ -223,6 +226,14 @@ def _unfused(cost: OpCost, extra_bytes: float) -> OpCost:
                    notes=(*cost.notes, Note("unfused", f"eager kernels' own passes: {extra_bytes / 1e6:.3g} MB more")))
 
 
+def upcast_cost(head: LogitsHead, ctx: CostContext) -> OpCost:
+    """`logits.float()` after the lm_head (`LogitsHead.fp32_upcast`) as the copy kernel it is: every logit read
+    at the activations' size and written in fp32, streamed at the copy's rate."""
+    numel = head.rows * head.out_features
+    copy = Elementwise(f"{head.name}.float", numel=numel, inputs=1, op="copy")
+    return op_cost(copy, "forward", replace(ctx, output_bytes=4.0))
+
+
 def tensor_parallel_s(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, tp: TensorParallel | None) -> float:
     """2 x layers all-reduces of hidden x tokens activations (Megatron-LM) and the all-gather of the last
     position's logits (batch x vocabulary) when the lm_head is split, in the residual stream's dtype: 16-bit
@@ -259,6 +270,8 @@ def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, units: 
             cost = _unfused(cost, unfused_bytes(cfg, op, act_bytes, prec.kv_bytes))
         kernels = step.kernels - (step.fp32_noop if prec.compute.storage_bytes == 4 else 0)
         charged.append((rt.charge(cost, c, kernels, step.views), step.repeat))
+        if isinstance(op, LogitsHead) and op.fp32_upcast and act_bytes < 4:
+            charged.append((rt.charge(upcast_cost(op, other_ctx), c, 1, 0), step.repeat))
     communication = tensor_parallel_s(cfg, phase, prec, tp)
     return PhaseCost(phase, rt.total(_in_order(charged), c) + communication, tuple(charged), communication)
 
@@ -281,15 +294,19 @@ layer passes `residual` along the same way)."""
 
 def activation_bytes(phase: Phase, act_bytes: float, hidden: int) -> float:
     """The largest live input + output pair of the phase's ops (inference frees each op's input after it), with
-    the layer's residual stream (`RESIDUAL_STREAM_TENSORS` x tokens x hidden) alive beside it. Against
+    the layer's residual stream (`RESIDUAL_STREAM_TENSORS` x tokens x hidden) alive beside it; logits upcast to
+    fp32 (`LogitsHead.fp32_upcast`) hold their 16-bit and fp32 copies at once. Against
     PyTorch's peak allocation around transformers' generate on an H100 (Llama-3-8B, 512 x 64 tokens) the pair
     alone left 0.6 GB unexplained, about these two tensors."""
     best = 0.0
     for s in phase.steps:
         t = s.op.traffic("forward")
-        best = max(best, float(t.activations_read + t.activations_written))
+        pair = float(t.activations_read + t.activations_written) * act_bytes
+        if isinstance(s.op, LogitsHead) and s.op.fp32_upcast and act_bytes < 4:
+            pair = float(s.op.rows) * s.op.out_features * (act_bytes + 4)
+        best = max(best, pair)
     residual = RESIDUAL_STREAM_TENSORS * float(phase.batch) * phase.new_tokens * hidden
-    return (best + residual) * act_bytes
+    return best + residual * act_bytes
 
 
 def serving_memory(cfg: DecoderConfig, prec: ServingPrecision, batch: int, prompt: int, output: int,
@@ -321,12 +338,17 @@ def engine_kv_tokens(cfg: DecoderConfig, prec: ServingPrecision, budget_bytes: f
 
 def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: int, prompt: int, output: int,
                     runtime: str = "eager", tp: TensorParallel | None = None,
-                    static_cache: int | None = None, decode_attention: str = "grouped") -> ServingPrediction:
+                    static_cache: int | None = None, decode_attention: str = "grouped",
+                    release: TransformersRelease = CURRENT) -> ServingPrediction:
     """One request of `batch` sequences; `static_cache` is transformers' StaticCache length, which generate
     compiles the forward for (so it runs under the graph runtime); `decode_attention` the decode kernel
-    (`phases.DECODE_ATTENTION`)."""
+    (`phases.DECODE_ATTENTION`); `release` the transformers release whose eager forward runs
+    (`transformers_release`)."""
     if runtime not in RUNTIMES:
         raise RooflineError(f"unknown runtime '{runtime}'; choose one of {', '.join(RUNTIMES)}")
+    if release != CURRENT and (runtime != "eager" or static_cache is not None or decode_attention != "grouped"):
+        raise RooflineError(f"--transformers {release.label} prices transformers' eager generate: use it with "
+                            "--runtime eager, without --static-cache or --decode-attention per-head")
     if decode_attention not in DECODE_ATTENTION:
         raise RooflineError(f"unknown --decode-attention '{decode_attention}'; choose {' or '.join(DECODE_ATTENTION)}")
     if static_cache is not None and decode_attention != "grouped":
@@ -344,7 +366,8 @@ def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: 
     c = ceilings_for(profile, prec.compute)
     units = op_units(profile, prec, c)
     ratio = prec.kv_bytes / prec.activation_bytes
-    layout = Layout(tp.gpus if tp else 1, tp.split_lm_head if tp else True, static_cache, decode_attention)
+    layout = Layout(tp.gpus if tp else 1, tp.split_lm_head if tp else True, static_cache, decode_attention,
+                    release)
     pre = prefill(cfg, batch, prompt, ratio, layout)
     dec = decode(cfg, batch, prompt + output // 2 + 1, ratio, layout)
     memory = serving_memory(cfg, prec, batch, prompt, output, c.is_gpu, pre, layout)
@@ -352,7 +375,7 @@ def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: 
     return ServingPrediction(cfg.name, profile.name, batch, prompt, output, prec, runtime,
                              phase_cost(cfg, pre, prec, units, runtime, reuse, tp),
                              phase_cost(cfg, dec, prec, units, runtime, reuse, tp),
-                             memory, profile.memory.capacity_bytes.value, c, tp)
+                             memory, profile.memory.capacity_bytes.value, c, tp, release)
 
 
 def require_fit(p: ServingPrediction) -> None:

@@ -37,6 +37,7 @@ def prediction_dict(p: Any) -> dict[str, Any]:
         },
         "layers": phase_layers(p.decode),
         "gpus": p.gpus, "tensor_parallel": tensor_parallel_dict(p),
+        "transformers": {"release": p.release.label, "adds": p.release.describe()},
     }
 
 

@@ -35,6 +35,9 @@ def render_serving_prediction(out: dict[str, Any]) -> None:
     console.print(f"  memory {format_bytes(m['total'])} of {format_bytes(out['capacity_bytes'])}: weights "
                   f"{format_bytes(m['weights'])}, KV cache {format_bytes(m['kv_cache'])}, activations "
                   f"{format_bytes(m['activations'])}, workspace {format_bytes(m['workspace'])}")
+    release = out.get("transformers") or {}
+    if release.get("adds"):
+        console.print(f"  transformers {release['release']}: {'; '.join(release['adds'])}")
     if tp := out.get("tensor_parallel"):
         comm = tp["communication_s"]
         console.print(f"  tensor parallel over {tp['gpus']} GPUs of {tp['node']} (memory above is one GPU's): "

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.workload.llm.config import ConfigError, DecoderConfig
+from roofline.workload.llm.transformers_release import CURRENT, TransformersRelease
 from roofline.workload.ops.attention import Embedding
 from roofline.workload.ops.base import Op
 from roofline.workload.ops.gemm import Linear
@@ -22,7 +23,9 @@ from roofline.workload.ops.norm import LayerNorm
 from roofline.workload.ops.pointwise import Activation, Elementwise, Reduce
 from roofline.workload.ops.serving import (
     CachedAttention,
+    EagerCachedAttention,
     ExpertLinear,
+    LogitsHead,
     MaskedMultiheadAttention,
     RepeatKV,
     expected_distinct_experts,
@@ -36,6 +39,18 @@ ROPE_KERNELS = 5
 """apply_rotary_pos_emb, per tensor: x * cos, rotate_half's neg and cat, * sin, add."""
 CACHED_ATTENTION_KERNELS = 4
 """DynamicCache.update appends K and V (two cats), SDPA, and the output made contiguous for o_proj."""
+EAGER_ATTENTION_KERNELS = 9
+"""The same with eager attention (LlamaAttention.forward, transformers 4.35) in place of SDPA: the two cats,
+matmul(Q, K^T), the division by sqrt(head_dim), the mask's add, softmax in fp32, the cast back (a no-op in fp32),
+matmul(P, V), the output made contiguous; dropout at p = 0 outside training launches nothing."""
+EAGER_SCORE_PASS_BYTES = 9
+"""Activation-sized bytes per attention score eager attention moves beyond its products' operands: the scores
+written (1), divided by sqrt(head_dim) (read and written: 2), the mask added (the scores and the broadcast mask
+read, the sum written: 3), softmax's read (1) and its fp32 output cast back (written: 1), the probabilities read
+by P V (1)."""
+EAGER_SCORE_FP32_BYTES = 8
+"""And in fp32 per score when activations are 16-bit: softmax writes its result in fp32 (dtype=torch.float32)
+and the cast back reads it: 4 + 4 bytes."""
 GELU_NEW_KERNELS = 8
 """GPT-2's gelu_new, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): pow, mul, add, mul, tanh, add, mul, mul."""
 LLAMA_ATTENTION_VIEWS = 14
@@ -85,6 +100,8 @@ class Layout:
     split_lm_head: bool = True
     static_cache: int | None = None
     decode_attention: str = "grouped"
+    release: TransformersRelease = CURRENT
+    """Which transformers release's forward the eager runtime runs (`transformers_release`)."""
 
 
 ONE_GPU = Layout()
@@ -164,8 +181,13 @@ def eager_kernels(cfg: DecoderConfig, op: Op) -> tuple[int, int, int]:
     attention step carries its layer's views."""
     if isinstance(op, LayerNorm):
         return (1, 0, 0) if cfg.layer_norm else (RMSNORM_KERNELS, FP32_NOOP_CASTS, 0)
+    views = GPT2_ATTENTION_VIEWS if cfg.learned_positions else LLAMA_ATTENTION_VIEWS
+    if isinstance(op, EagerCachedAttention):
+        return EAGER_ATTENTION_KERNELS + int(_copies_value(op)), 1, views
     if isinstance(op, CachedAttention):
-        return CACHED_ATTENTION_KERNELS, 0, GPT2_ATTENTION_VIEWS if cfg.learned_positions else LLAMA_ATTENTION_VIEWS
+        return CACHED_ATTENTION_KERNELS, 0, views
+    if isinstance(op, RepeatKV):
+        return 2, 0, 0
     if op.name.startswith("attn.rope"):
         return ROPE_KERNELS, 0, 0
     if isinstance(op, Activation) and op.fn == "gelu":
@@ -183,6 +205,8 @@ def unfused_bytes(cfg: DecoderConfig, op: Op, act_bytes: float, kv_bytes: float)
     - Attention over a DynamicCache: `DynamicLayer.update` is torch.cat([cache, new]) for K and V, which
       reads the old cache and writes it again with the new tokens (the op already charges the new tokens'
       write), and the output's `.transpose(1, 2).contiguous()` reads and writes it once more.
+    - Eager attention (`EagerCachedAttention`): its score passes (`EAGER_SCORE_PASS_BYTES`,
+      `EAGER_SCORE_FP32_BYTES`) and, over a prompt, the copy of V (`_copies_value`).
     A compiled or graph-captured runtime fuses these (TensorRT-LLM's kernels, torch.compile); eager does not.
     """
     if isinstance(op, LayerNorm) and not cfg.layer_norm:
@@ -193,8 +217,22 @@ def unfused_bytes(cfg: DecoderConfig, op: Op, act_bytes: float, kv_bytes: float)
     if isinstance(op, CachedAttention):
         old = op.seq_kv - op.seq_q
         cat = 2 * 2 * float(op.batch) * op.kv_heads * old * op.head_dim * kv_bytes
-        return cat + 2 * float(op.batch) * op.heads * op.seq_q * op.head_dim * act_bytes
+        out = 2 * float(op.batch) * op.heads * op.seq_q * op.head_dim * act_bytes
+        if not isinstance(op, EagerCachedAttention):
+            return cat + out
+        scores = float(op.scores) * (EAGER_SCORE_PASS_BYTES * act_bytes
+                                     + (EAGER_SCORE_FP32_BYTES if act_bytes < 4 else 0))
+        v_copy = 2 * float(op.batch) * op.heads * op.seq_kv * op.head_dim * act_bytes if _copies_value(op) else 0
+        return cat + out + scores + v_copy
     return 0.0
+
+
+def _copies_value(op: CachedAttention) -> bool:
+    """Whether eager attention's P V copies V first: over the prompt, V is the projection's output viewed as
+    (batch, heads, tokens, dim), whose batch and head strides torch.matmul cannot merge (it copies it, as
+    `eager_attention_ops` says); a decode step's V comes out of the cache's torch.cat, and a repeated one out of
+    repeat_kv's reshape, both contiguous."""
+    return op.seq_q > 1 and not (op.kv_repeated and op.group > 1)
 
 
 def _attention(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_element_ratio: float,
@@ -205,10 +243,19 @@ def _attention(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_ele
     decode-attention kernel; the prompt runs the fused context kernel."""
     static_cache = layout.static_cache
     if static_cache is None:
+        release = layout.release
+        repeated = release.repeat_kv and heads != kv_heads
+        repeat_ops: list[Op] = [RepeatKV("attn.repeat_kv", batch=batch, heads=heads, kv_heads=kv_heads, seq=context,
+                                         head_dim=cfg.head_dim, kv_element_ratio=kv_element_ratio)] if repeated else []
+        if release.eager_attention:
+            return [*repeat_ops, EagerCachedAttention(
+                "attn.sdpa", batch=batch, heads=heads, seq_q=tokens, seq_kv=context, head_dim=cfg.head_dim,
+                causal=False, kv_heads=kv_heads, kv_element_ratio=kv_element_ratio, kv_repeated=repeated)]
         kernel = (MaskedMultiheadAttention if tokens == 1 and layout.decode_attention == "per-head"
                   else CachedAttention)
-        return [kernel("attn.sdpa", batch=batch, heads=heads, seq_q=tokens, seq_kv=context, head_dim=cfg.head_dim,
-                       causal=tokens != 1, kv_heads=kv_heads, kv_element_ratio=kv_element_ratio)]
+        return [*repeat_ops, kernel("attn.sdpa", batch=batch, heads=heads, seq_q=tokens, seq_kv=context,
+                                    head_dim=cfg.head_dim, causal=tokens != 1, kv_heads=kv_heads,
+                                    kv_element_ratio=kv_element_ratio, kv_repeated=repeated)]
     repeat: list[Op] = []
     if heads != kv_heads:
         repeat = [RepeatKV("attn.repeat_kv", batch=batch, heads=heads, kv_heads=kv_heads, seq=static_cache,
@@ -267,7 +314,8 @@ def _check(cfg: DecoderConfig, batch: Any, tokens: Any, context: Any) -> None:
 
 def phase(cfg: DecoderConfig, name: str, batch: int, tokens: int, context: int,
           kv_element_ratio: float = 1.0, layout: Layout = ONE_GPU) -> Phase:
-    """Embedding, `layers` decoder layers, final norm, lm_head on the last position, argmax, as one of
+    """Embedding, `layers` decoder layers, final norm, lm_head on the last position (on every one under a
+    release before v4.45: `layout.release`), argmax, as one of
     `layout.tp` tensor-parallel ranks runs them: the embedding table replicated (TensorRT-LLM's default,
     use_parallel_embedding off), the lm_head as `layout` says."""
     _check(cfg, batch, tokens, context)
@@ -281,9 +329,10 @@ def phase(cfg: DecoderConfig, name: str, batch: int, tokens: int, context: int,
                  Elementwise("embed.add", numel=rows * cfg.hidden, inputs=2, op="add")]
     tail: list[Op] = [
         LayerNorm("final.norm", rows=rows, features=cfg.hidden),
-        Linear("lm_head", batch=batch, in_features=cfg.hidden,
-               out_features=-(-cfg.vocab // layout.tp) if layout.split_lm_head else cfg.vocab, bias=False,
-               tied=cfg.tied_embeddings),
+        LogitsHead("lm_head", batch=batch, in_features=cfg.hidden,
+                   out_features=-(-cfg.vocab // layout.tp) if layout.split_lm_head else cfg.vocab, bias=False,
+                   tied=cfg.tied_embeddings, tokens=tokens if layout.release.all_logits else 1,
+                   fp32_upcast=layout.release.fp32_logits),
         Reduce("sample.argmax", numel_in=batch * cfg.vocab, numel_out=batch),
     ]
     steps = ([Step(op, 1, *eager_kernels(cfg, op)) for op in head]

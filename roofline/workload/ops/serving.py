@@ -26,11 +26,14 @@ class CachedAttention(Attention):
     `Attention` (4 b h kept d plus the softmax). Traffic: Q read, O written, and the cache: K and V of
     kv_heads read once per (sequence, KV head) and the new tokens' K and V appended. The cache may be stored
     in a narrower dtype than activations (fp8 KV): `kv_element_ratio` is kv bytes / activation bytes, so the
-    cache's bytes enter the activation traffic at their own size.
+    cache's bytes enter the activation traffic at their own size. `kv_repeated`: K and V reach the kernel
+    already copied out to every query head (`RepeatKV` before it), so it reads `heads` copies while the cache
+    still stores, and appends, `kv_heads`.
     """
 
     kv_heads: int = 1
     kv_element_ratio: float = 1.0
+    kv_repeated: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -46,18 +49,20 @@ class CachedAttention(Attention):
         """Per (sequence, KV head): the group's query rows against the shared K, then P against V."""
         if pass_ != "forward":
             return []
-        rows = math.ceil(self.kept / self.seq_kv) * self.group
+        group = 1 if self.kv_repeated else self.group
+        rows = math.ceil(self.kept / self.seq_kv) * group
         keys = math.ceil(self.seq_kv / KV_BLOCK) * KV_BLOCK
         depth = math.ceil(math.ceil(self.kept / self.seq_q) / KV_BLOCK) * KV_BLOCK
-        pairs = self.batch * self.kv_heads
+        pairs = self.batch * (self.heads // group)
         return [GemmView(rows, keys, self.head_dim, pairs),
-                GemmView(self.seq_q * self.group, self.head_dim, depth, pairs)]
+                GemmView(self.seq_q * group, self.head_dim, depth, pairs)]
 
     def traffic(self, pass_: str) -> Traffic:
         if pass_ != "forward":
             return Traffic()
         q = self.batch * self.heads * self.seq_q * self.head_dim
-        cache = 2 * self.batch * self.kv_heads * self.seq_kv * self.head_dim * self.kv_element_ratio
+        read_heads = self.heads if self.kv_repeated else self.kv_heads
+        cache = 2 * self.batch * read_heads * self.seq_kv * self.head_dim * self.kv_element_ratio
         appended = 2 * self.batch * self.kv_heads * self.seq_q * self.head_dim * self.kv_element_ratio
         return Traffic(activations_read=q + cache, activations_written=q + appended)
 
@@ -66,8 +71,24 @@ class CachedAttention(Attention):
         return 2 * self.batch * self.kv_heads * self.seq_kv * self.head_dim * kv_bytes
 
     def shapes(self) -> str:
+        repeated = f", repeated to {self.heads}" if self.kv_repeated and self.group > 1 else ""
         return (f"{self.batch}x{self.heads}x{self.seq_q}x{self.head_dim} over {self.seq_kv} cached "
-                f"({self.kv_heads} KV heads){', causal' if self.causal else ''}")
+                f"({self.kv_heads} KV heads{repeated}){', causal' if self.causal else ''}")
+
+
+@dataclass
+class EagerCachedAttention(CachedAttention):
+    """Attention over the cache as transformers' eager implementation runs it (the default for Llama-style
+    models before v4.36, `attn_implementation="eager"` after; LlamaAttention.forward, v4.35): Q K^T written to
+    memory, divided by sqrt(head_dim), the (batch, 1, new, cached) mask added, softmax in fp32 cast back to the
+    activations' type, then P V. Every score of the square is computed (the causal mask is an added tensor,
+    not a skipped block), so build it with `causal=False`. Its products are this op's FLOPs and GEMM views; the
+    score passes between them are the eager runtime's own (`phases.unfused_bytes`), as each is a kernel that
+    reads and writes the whole (batch, heads, new, cached) tensor."""
+
+    @property
+    def scores(self) -> Num:
+        return self.batch * self.heads * self.seq_q * self.seq_kv
 
 
 @dataclass
@@ -102,6 +123,15 @@ class MaskedMultiheadAttention(CachedAttention):
 
     def shapes(self) -> str:
         return f"{super().shapes()}, each KV head loaded by its {self.group} query heads' blocks"
+
+
+@dataclass
+class LogitsHead(Linear):
+    """The lm_head, over the last position of each sequence or, as transformers before v4.45 ran it in
+    generate, over every prompt position (`tokens`); `fp32_upcast`: its output then upcast by a kernel of its
+    own (`logits.float()`), which reads the 16-bit logits and writes them in fp32 (`llm_step.upcast_cost`)."""
+
+    fp32_upcast: bool = False
 
 
 @dataclass
