@@ -22,7 +22,7 @@ def test_versions_parse(text, version):
 
 @pytest.mark.parametrize("text", ["four", "4", "4.x", ""])
 def test_bad_versions_are_refused(text):
-    with pytest.raises(RooflineError, match="MAJOR.MINOR"):
+    with pytest.raises(RooflineError, match=r"MAJOR\.MINOR"):
         parse_version(text)
 
 
