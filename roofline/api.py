@@ -676,19 +676,22 @@ def advise_serving(model: str, *, hw: str | None = None, gpu: str | None = None,
                    kv_precision: str | None = None, group_size: int = 128, runtime: str = "eager",
                    tpot_ms: float | None = None, ttft_ms: float | None = None,
                    plot: str | Path | None = None, force: bool = False, gpus: int = 1,
-                   node: str | None = None, allreduce: str = "auto", lm_head: str = "split") -> dict[str, Any]:
+                   node: str | None = None, allreduce: str = "auto", lm_head: str = "split",
+                   transformers: str | None = None) -> dict[str, Any]:
     """Concurrent sequences, weight precision and KV precision for the most tokens/s within the latency
     targets and memory, with reasons in numbers (the `advise --serve` document); on `gpus` tensor-parallel
-    GPUs of a node when more than one."""
+    GPUs of a node when more than one; `transformers` the release whose eager generate runs (None: current)."""
     from roofline.advise.serving import advise_serving as advise_request
     from roofline.model.llm_step import tensor_parallel_group
     from roofline.report.serving_doc import advice_dict
     from roofline.workload.llm.builtins import get_config
+    from roofline.workload.llm.transformers_release import transformers_release
 
     for flag, value in (("tpot-ms", tpot_ms), ("ttft-ms", ttft_ms)):
         if value is not None and not value > 0:
             raise RooflineError(f"--{flag} must be a positive number of milliseconds, got {value}")
     cfg = get_config(model)
+    release = transformers_release(transformers, cfg)
     profile = select_profile(hw, gpu, cpu)
     tp = tensor_parallel_group(profile, gpus, node, 1, allreduce, lm_head)
     target = None
@@ -697,7 +700,8 @@ def advise_serving(model: str, *, hw: str | None = None, gpu: str | None = None,
 
         target = plot_path(str(plot), cfg.name, profile.name, force)
     advice = advise_request(cfg, profile, prompt_len, output_len, runtime, precision or "auto", kv_precision,
-                            group_size, tpot_ms / 1e3 if tpot_ms else None, ttft_ms / 1e3 if ttft_ms else None, tp)
+                            group_size, tpot_ms / 1e3 if tpot_ms else None, ttft_ms / 1e3 if ttft_ms else None, tp,
+                            release)
     out = advice_dict(advice)
     if target is not None:
         from roofline.report.serving_plot import write_serving_plots

@@ -107,3 +107,17 @@ def test_transformers_cli(capsys):
     assert "--runtime eager" in run_error(capsys, *argv, "--transformers", "4.35", "--runtime", "graph")
     assert "applies to serving" in run_error(capsys, "predict", "--model", "resnet50", "--gpu", "a100",
                                              "--transformers", "4.35")
+
+
+def test_advise_counts_an_old_releases_logits_in_the_largest_batch(capsys):
+    """Under 4.40, Llama-3-8B's prompt logits (B x 512 x 128256, fp16 then fp32: 6 bytes each) are held at once,
+    so fewer sequences fit than under the current release, and the advice says how much they take."""
+    argv = ("advise", "--model", "llama-3-8b", "--gpu", "a100", "--serve", "--prompt-len", "512", "--output-len",
+            "64", "--precision", "bf16", "--kv-precision", "fp16")
+    new, old = run_json(capsys, *argv), run_json(capsys, *argv, "--transformers", "4.40")
+    assert old["transformers"] == "4.40" and new["transformers"] == "current"
+    assert old["max_batch_size"] < new["max_batch_size"]
+    batch = old["recommended"]["batch_size"]
+    assert old["reason_numbers"]["prompt_logits_bytes"] == batch * 512 * 128256 * 6
+    assert any("4.45 and later keep the last position's only" in r for r in old["reasons"])
+    assert "prompt_logits_bytes" not in new["reason_numbers"]

@@ -18,8 +18,9 @@ from roofline.model.ceilings import compute_dtype_for
 from roofline.model.llm_precision import ServingPrecision, serving_precision
 from roofline.model.llm_step import ServingPrediction, TensorParallel, predict_serving, serving_memory
 from roofline.workload.llm.config import DecoderConfig
-from roofline.workload.llm.phases import ONE_GPU, Layout, kv_cache_bytes_per_token, prefill, unfused_bytes
-from roofline.workload.ops.serving import CachedAttention
+from roofline.workload.llm.phases import Layout, kv_cache_bytes_per_token, prefill, unfused_bytes
+from roofline.workload.llm.transformers_release import CURRENT, TransformersRelease
+from roofline.workload.ops.serving import CachedAttention, LogitsHead
 from roofline.workload.precision import get_precision
 
 
@@ -56,10 +57,11 @@ def candidate_precisions(profile, requested: str, kv: str | None, group_size: in
 
 
 def max_batch(cfg: DecoderConfig, prec: ServingPrecision, prompt: int, output: int, capacity: float,
-              is_gpu: bool, tp: TensorParallel | None = None) -> int:
+              is_gpu: bool, tp: TensorParallel | None = None, release: TransformersRelease = CURRENT) -> int:
     """Largest batch whose weights, KV cache, activations and workspace fit (affine in the batch) on each of
-    the tensor-parallel GPUs."""
-    layout = Layout(tp.gpus, tp.split_lm_head) if tp else ONE_GPU
+    the tensor-parallel GPUs, with the activations `release`'s forward holds (every prompt position's logits
+    before transformers 4.45)."""
+    layout = Layout(tp.gpus if tp else 1, tp.split_lm_head if tp else True, release=release)
 
     def total(b: int) -> float:
         ratio = prec.kv_bytes / prec.activation_bytes
@@ -81,16 +83,16 @@ def _batches(limit: int) -> list[int]:
 def advise_serving(cfg: DecoderConfig, profile, prompt: int, output: int, runtime: str = "eager",
                    precision: str = "auto", kv: str | None = None, group_size: int = 128,
                    tpot_s: float | None = None, ttft_s: float | None = None,
-                   tp: TensorParallel | None = None) -> ServingAdvice:
+                   tp: TensorParallel | None = None, release: TransformersRelease = CURRENT) -> ServingAdvice:
     capacity = profile.memory.capacity_bytes.value
     is_gpu = profile.kind == "gpu"
     sweep: list[tuple[ServingPrediction, bool]] = []
     limits: dict[str, int] = {}
     for prec in candidate_precisions(profile, precision, kv, group_size):
-        limit = max_batch(cfg, prec, prompt, output, capacity, is_gpu, tp)
+        limit = max_batch(cfg, prec, prompt, output, capacity, is_gpu, tp, release)
         limits[f"{prec.name}/{prec.kv_name}"] = limit
         for b in _batches(limit):
-            p = predict_serving(cfg, profile, prec, b, prompt, output, runtime, tp)
+            p = predict_serving(cfg, profile, prec, b, prompt, output, runtime, tp, release=release)
             meets = (tpot_s is None or p.tpot_s <= tpot_s) and (ttft_s is None or p.ttft_s <= ttft_s)
             sweep.append((p, meets))
     if not sweep:
@@ -152,6 +154,16 @@ def _reasons(cfg: DecoderConfig, p: ServingPrediction, limits: dict[str, int], t
             f"{p.tpot_s * 1e3:.2f} ms step ({copy_s / p.tpot_s:.0%}), growing with batch x context; a StaticCache "
             "or a serving engine's paged cache writes only the new token (`roofline predict --runtime graph "
             "--static-cache N` prices the first).")
+    if p.release.all_logits:
+        head = next(s.op for s in p.prefill.phase.steps if isinstance(s.op, LogitsHead))
+        held = float(head.rows) * head.out_features * (p.precision.activation_bytes
+                                                        + (4 if head.fp32_upcast else 0))
+        numbers["prompt_logits_bytes"] = held
+        reasons.append(
+            f"transformers {p.release.label} computes the prompt's logits at all {p.prompt_len} positions "
+            f"({head.rows} x {head.out_features}){' and upcasts them to fp32' if head.fp32_upcast else ''}: "
+            f"{held / 1e9:.2f} GB held at once at batch {p.batch}, {held / p.memory.total:.0%} of its memory; "
+            "4.45 and later keep the last position's only.")
     if (tpot_s or ttft_s) and not ok:
         reasons.append("No configuration meets the latency targets: the smallest batch's TTFT/TPOT exceed them.")
     return reasons, numbers

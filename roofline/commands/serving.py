@@ -28,13 +28,13 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
                             "(FlashAttention, SDPA, TensorRT-LLM's XQA; default); per-head runs a block per query "
                             "head, each loading its KV head (TensorRT-LLM v0.5-0.6's masked MHA, and v0.7-0.9's "
                             "where query heads per KV head are neither 1 nor 8)")
-        g.add_argument("--transformers", metavar="X.Y",
-                       help="with --runtime eager: the transformers release whose generate runs (e.g. 4.35: eager "
-                            "attention before 4.36, grouped K/V repeated per head before 4.54, the prompt's logits "
-                            "for every position before 4.45); default: the current release")
         g.add_argument("--expert-precision", choices=["bf16", "fp16"],
                        help="a mixture of experts' weights and products in this 16-bit type, the rest at "
                             "--precision (TensorRT-LLM up to v0.9's MoE plugin has no fp8 path)")
+    g.add_argument("--transformers", metavar="X.Y",
+                   help="with --runtime eager: the transformers release whose generate runs (e.g. 4.35: eager "
+                        "attention before 4.36, grouped K/V repeated per head before 4.54, the prompt's logits "
+                        "for every position before 4.45); default: the current release")
     g.add_argument("--runtime", choices=["eager", "graph"],
                    help="eager: Hugging Face generate (per-op dispatch; default); graph: CUDA graphs (vLLM, "
                         "TensorRT-LLM, gpt-fast compiled)")
@@ -88,7 +88,7 @@ def run_advise(args: argparse.Namespace) -> int:
                              output_len=output, precision=args.precision, kv_precision=args.kv_precision,
                              group_size=args.group_size, runtime=args.runtime or "eager", tpot_ms=args.tpot_ms,
                              ttft_ms=args.ttft_ms, plot=args.plot, force=args.force, gpus=_gpus(args),
-                             node=args.node, lm_head=args.lm_head)
+                             node=args.node, lm_head=args.lm_head, transformers=args.transformers)
     if args.json:
         print_json(out)
         return 0

@@ -70,4 +70,5 @@ def advice_dict(a: Any) -> dict[str, Any]:
         "max_batch_size": max(a.max_batch_by_precision.values()),
         "max_batch_size_by_precision": a.max_batch_by_precision,
         "sweep": rows, "reasons": a.reasons, "reason_numbers": a.numbers, "track_record": a.track_record,
+        "transformers": a.sweep[0][0].release.label,
     }
