@@ -221,6 +221,9 @@ def test_validate_serve_times_transformers_generate(capsys, tmp_path):
     for phase in ("prefill", "decode"):
         assert run[phase]["measured_s"] > 0 and run[phase]["predicted_s"] > 0
     assert set(out["median_abs_error_pct_by_phase"]) == {"prefill", "decode"}
+    from importlib.metadata import version
+    major, minor = version("transformers").split(".")[:2]
+    assert out["transformers"] == f"{major}.{minor}"
 
 
 @pytest.mark.parametrize("argv", [

@@ -107,6 +107,7 @@ def run_validate(args: argparse.Namespace) -> int:
     from roofline.validate.profile_choice import choose_profile
     from roofline.validate.results import error_pct
     from roofline.workload.llm.builtins import get_config
+    from roofline.workload.llm.transformers_release import transformers_release
     from roofline.workload.request import parse_batches
 
     if args.device != "cpu":
@@ -117,9 +118,10 @@ def run_validate(args: argparse.Namespace) -> int:
         raise RooflineError("--output-len must be at least 2 to time decoding")
     choice = choose_profile("cpu", args.hw, calibrate=not args.no_calibrate)
     prec = serving_precision("fp32", "fp32", activation="fp32")
+    release = transformers_release(_installed_transformers(), cfg)
     runs = []
     for b in parse_batches(args.batch):
-        predicted = predict_serving(cfg, choice.profile, prec, b, prompt, output, "eager")
+        predicted = predict_serving(cfg, choice.profile, prec, b, prompt, output, "eager", release=release)
         live = time_generate(cfg, b, prompt, output, args.repeats)
         runs.append({"batch_size": b, "prompt_len": prompt, "output_len": output,
                      "prefill": {"predicted_s": predicted.ttft_s, "measured_s": live.prefill_s,
@@ -133,7 +135,7 @@ def run_validate(args: argparse.Namespace) -> int:
     import statistics
 
     out = {"model": cfg.name, "device": "cpu", "profile": choice.profile.name, "profile_source": choice.source,
-           "warnings": list(choice.warnings), "runs": runs,
+           "warnings": list(choice.warnings), "transformers": release.label, "runs": runs,
            "median_abs_error_pct": statistics.median(abs(r["error_pct"]) for r in runs),
            "median_abs_error_pct_by_phase": {
                phase: statistics.median(abs(r[phase]["error_pct"]) for r in runs) for phase in ("prefill", "decode")}}
@@ -141,6 +143,17 @@ def run_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+
+
+def _installed_transformers() -> str | None:
+    """The installed transformers release, which the live run times: the prediction prices its forward
+    (`transformers_release`). None when it is not installed (the live run then says how to install it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("transformers")
+    except PackageNotFoundError:
+        return None
 
 
 def _print_validation(out: dict[str, Any]) -> None:
