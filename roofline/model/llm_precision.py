@@ -28,6 +28,19 @@ DEFAULT_GROUP_SIZE = 128
 
 KV_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 
+QUANT_KERNELS = ("fused", "mmq", "mmq-dp4a", "dequant")
+"""How a weight-only int8/int4 product of more than a few rows runs (`llm_step.weight_only_cost`):
+- fused: one GEMM kernel that dequantises each weight tile in registers and multiplies in 16 bits (gpt-fast's and
+  PyTorch's tinygemm, Marlin, AWQ, TensorRT-LLM's weight-only kernels);
+- mmq: llama.cpp's quantised matrix multiplication, which quantises the activations to 8 bits as well and
+  multiplies 8-bit integers (ggml-cuda/mmq.cuh), on int8 tensor cores where the GPU has them, else with dp4a:
+  what its CUDA backend runs for a prompt on Turing and later GPUs since PR #8062 (2024-06) and on Pascal;
+- mmq-dp4a: the same on dp4a whatever the GPU, as builds before its tensor-core kernels (mid-2024) ran it when
+  forced (LLAMA_CUDA_FORCE_MMQ);
+- dequant: the weights dequantised to a 16-bit copy in memory by a kernel of their own, then a cuBLAS GEMM, what
+  llama.cpp runs for a prompt of 64 tokens or more on Volta, and before PR #8062 on every GPU with tensor cores
+  for more than 32 (`MMQ_MAX_BATCH_SIZE`)."""
+
 
 @dataclass(frozen=True)
 class ServingPrecision:
@@ -47,6 +60,8 @@ class ServingPrecision:
     at tag v0.6.1, 9b3e12dbc820a8b72bcd7d712a8c9a54facf97df); an fp8 one came in v0.9.0, off by default
     (tensorrt_llm/plugin/plugin.py, `use_fp8_context_fmha: bool = False`)."""
     experts: Precision | None = None
+    quant_kernel: str = "fused"
+    """Which kernel runs a weight-only product of more than a few rows (`QUANT_KERNELS`)."""
     """A mixture of experts' weights and products in this 16-bit type instead (None: as the other products).
     TensorRT-LLM's MoE plugin up to v0.9.0 builds its CUTLASS runner only for half x half, float x float,
     bf16 x bf16 and 16-bit activations with int8/int4 weights (`MixtureOfExpertsPlugin::init`,
@@ -109,15 +124,21 @@ def activation_for(profile: Profile) -> str:
 
 
 def serving_precision(name: str, kv: str | None = None, group_size: int = DEFAULT_GROUP_SIZE,
-                      activation: str = "bf16", experts: str | None = None) -> ServingPrecision:
-    """`--precision` (bf16, fp16, fp8, int8, int4, fp32), `--kv-precision` (fp16, bf16, fp8) and
-    `--expert-precision` (bf16, fp16: a mixture of experts' weights and products, `ServingPrecision.experts`) as
-    served. Weight-only int8/int4 compute in `activation` (bf16 unless the device lacks it), and fp8's attention
-    runs in it (`ServingPrecision.attention`)."""
+                      activation: str = "bf16", experts: str | None = None,
+                      quant_kernel: str = "fused") -> ServingPrecision:
+    """`--precision` (bf16, fp16, fp8, int8, int4, fp32), `--kv-precision` (fp16, bf16, fp8),
+    `--expert-precision` (bf16, fp16: a mixture of experts' weights and products, `ServingPrecision.experts`) and
+    `--quant-kernel` (`QUANT_KERNELS`) as served. Weight-only int8/int4 compute in `activation` (bf16 unless the
+    device lacks it), and fp8's attention runs in it (`ServingPrecision.attention`)."""
     key = name.strip().lower()
     if key not in SERVING_PRECISIONS:
         raise UnknownName(f"unknown serving precision '{name}'{did_you_mean(key, list(SERVING_PRECISIONS))}; "
                           f"choose one of {', '.join(SERVING_PRECISIONS)}")
+    if quant_kernel not in QUANT_KERNELS:
+        raise UnknownName(f"unknown --quant-kernel '{quant_kernel}'; choose one of {', '.join(QUANT_KERNELS)}")
+    if quant_kernel != "fused" and key not in DEQUANT_FLOPS_PER_WEIGHT:
+        raise RooflineError(f"--quant-kernel {quant_kernel} runs weight-only int8/int4 products; "
+                            f"--precision {key} has none")
     if group_size < 1:
         raise RooflineError(f"--group-size must be a positive integer, got {group_size}")
     compute = get_precision(activation if key in ("int8", "int4") else key)
@@ -132,5 +153,5 @@ def serving_precision(name: str, kv: str | None = None, group_size: int = DEFAUL
         if e_key not in EXPERT_PRECISIONS:
             raise UnknownName(f"unknown expert precision '{experts}'; choose one of {', '.join(EXPERT_PRECISIONS)}")
         expert = get_precision(e_key)
-    return ServingPrecision(key, compute, bits, group_size, kv_key, attention, expert)
+    return ServingPrecision(key, compute, bits, group_size, kv_key, attention, expert, quant_kernel)
 

@@ -215,6 +215,64 @@ def _dequant(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings) -> O
                                                                "on the vector units")))
 
 
+MMVQ_MAX_ROWS = 8
+"""Rows up to which llama.cpp multiplies quantised weights with its matrix-vector kernel (`MMVQ_MAX_BATCH_SIZE`,
+ggml-cuda/mmvq.cuh), which streams the weights as a fused kernel does; `--quant-kernel` applies above it."""
+
+MMQ_FLOP_PER_SM_CYCLE = {"int8-mma": 547.0, "dp4a": 305.2}
+"""llama.cpp's MMQ rate per SM-cycle, on int8 tensor cores (mma.sync, Turing and later: `OpUnits.int8_mma`) and on
+the dp4a instruction (older GPUs, and every GPU's MMQ before the tensor-core kernels of mid-2024). Calibrated on
+one published row each (benchmarks/published/llm-serving.yaml, fitted block llamacpp-mmq-pr7676): the rates at
+which this model's prefill of Llama-3-8B in Q4_0 (int4, group 64) over 512 tokens on an RTX 4090 takes what
+ggml-org/llama.cpp#7676's table measured there (JohannesGaessler, 2024-06-08, 'Vs. master MMQ', ub 512):
+10358.75 tokens/s with the pull request's int8 tensor-core MMQ, 6279.91 with master's dp4a MMQ. Both are a
+quarter to a half of their instructions' peaks (2048 and 512 operations per SM-cycle on Ada): the kernels spend
+their cycles unpacking 4-bit blocks and applying each block's scales on the CUDA cores, which scale with SMs x
+clock rather than with the tensor cores' rate."""
+
+
+def weight_only_cost(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings, ctx: CostContext,
+                     int8_mma: bool = True) -> OpCost:
+    """A weight-only int8/int4 product as `prec.quant_kernel` runs it (`llm_precision.QUANT_KERNELS`): fused
+    (`_dequant`), llama.cpp's 8-bit integer products (`_mmq`), or a 16-bit copy of the weights then a 16-bit GEMM
+    (`_dequantise_first`). Products of a few rows stream their weights with a matrix-vector kernel whichever it
+    is, and a CPU runs its own kernels: both are priced fused. `int8_mma`: the GPU has int8 tensor cores
+    (`OpUnits.int8_mma`), which MMQ uses, else dp4a."""
+    if prec.quant_kernel == "fused" or op.rows <= MMVQ_MAX_ROWS or not c.is_gpu:
+        return _dequant(cost, op, prec, c)
+    if prec.quant_kernel == "dequant":
+        return _dequantise_first(op, prec, c, ctx)
+    tensor_cores = int8_mma and prec.quant_kernel == "mmq"
+    return _mmq(cost, op, c, MMQ_FLOP_PER_SM_CYCLE["int8-mma" if tensor_cores else "dp4a"])
+
+
+def _dequantise_first(op: Linear, prec: ServingPrecision, c: Ceilings, ctx: CostContext) -> OpCost:
+    """llama.cpp's cuBLAS path (ggml_cuda_op_mul_mat_cublas): a kernel reads the quantised weights and writes
+    their 16-bit copy, then a 16-bit GEMM reads the copy; they run one after the other."""
+    weights = float(op.traffic("forward").weights_read)
+    copy_bytes = weights * (prec.linear_weight_bytes + 2)
+    copy_s = copy_bytes / c.dram.bandwidth_bytes_per_s
+    gemm = op_cost(op, "forward", replace(ctx, weight_bytes=2))
+    note = Note("dequantization", f"{prec.name} weights dequantised to a 16-bit copy first: "
+                                  f"{copy_bytes / 1e6:.3g} MB, {copy_s * 1e6:.3g} us")
+    return replace(gemm, bytes=gemm.bytes + copy_bytes, memory_s=gemm.memory_s + copy_s,
+                   device_s=gemm.device_s + copy_s, notes=(*gemm.notes, note))
+
+
+def _mmq(cost: OpCost, op: Linear, c: Ceilings, per_sm_cycle: float) -> OpCost:
+    """llama.cpp's MMQ: the activations quantised to 8 bits by a kernel of their own (quantize_mmq_q8_1: read,
+    written at 1 byte and a scale per 32), then 8-bit integer products at `per_sm_cycle` FLOP
+    (`MMQ_FLOP_PER_SM_CYCLE`) times the GPU's SMs x clock."""
+    activations = float(op.rows) * op.in_features
+    quantise_s = activations * (2 + 1 + 4 / 32) / c.dram.bandwidth_bytes_per_s
+    compute_s = float(op.flops("forward")) / (per_sm_cycle * c.sm_cycles_per_s)
+    device_s = quantise_s + max(compute_s, cost.memory_s, c.launch_s)
+    bound = "compute" if compute_s >= cost.memory_s else cost.bound
+    return replace(cost, compute_s=compute_s, device_s=device_s, bound=bound,
+                   notes=(*cost.notes, Note("dequantization", f"llama.cpp MMQ: 8-bit integer products at "
+                                                               f"{per_sm_cycle:.0f} FLOP per SM-cycle")))
+
+
 def _unfused(cost: OpCost, extra_bytes: float) -> OpCost:
     """The op with its eager kernels' extra passes (`phases.unfused_bytes`), each streamed at the rate the op's
     own traffic was priced at (the same tensors in the same memory level), run after one another."""
@@ -265,7 +323,7 @@ def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, units: 
         priced_alone = is_linear and not (isinstance(op, ExpertLinear) and prec.experts)
         cost = op_cost(op, "forward", linear_ctx if priced_alone else other_ctx)
         if priced_alone and prec.weight_only:
-            cost = _dequant(cost, op, prec, c)
+            cost = weight_only_cost(cost, op, prec, c, linear_ctx, units.int8_mma)
         if rt.unfused:
             cost = _unfused(cost, unfused_bytes(cfg, op, act_bytes, prec.kv_bytes))
         kernels = step.kernels - (step.fp32_noop if prec.compute.storage_bytes == 4 else 0)

@@ -28,6 +28,9 @@ class OpUnits:
     attention: Ceilings
     cuda_cores_fp32: Ceilings
     experts: Ceilings
+    int8_mma: bool = False
+    """The GPU multiplies 8-bit integers on its tensor cores (mma.sync's s8 shapes: Turing and later,
+    `INT8_MMA_GENERATIONS`), as llama.cpp's MMQ does where it can (ggml-cuda: turing_mma_available)."""
 
     def for_op(self, op: Op) -> Ceilings:
         if isinstance(op, MaskedMultiheadAttention):
@@ -39,10 +42,16 @@ class OpUnits:
         return self.default
 
 
+INT8_MMA_GENERATIONS = ("Turing", "Ampere", "Ada", "Hopper", "Blackwell")
+"""GPU generations (a profile's `architecture`, first word) whose tensor cores take 8-bit integers: introduced
+with Turing (compute capability 7.5); Volta's take fp16 only, Pascal and older have none."""
+
+
 def op_units(profile, prec: ServingPrecision, default: Ceilings) -> OpUnits:
     """`default` (the serving precision's ceilings) and the others, resolved only where they differ."""
     attention = default if prec.attention == prec.compute else ceilings_for(profile, prec.attention)
     fp32 = get_precision("fp32")
     cuda_cores = default if prec.compute == fp32 else ceilings_for(profile, fp32)
     experts = default if prec.experts in (None, prec.compute) else ceilings_for(profile, prec.experts)
-    return OpUnits(default, attention, cuda_cores, experts)
+    int8_mma = profile.kind == "gpu" and profile.architecture.split()[0] in INT8_MMA_GENERATIONS
+    return OpUnits(default, attention, cuda_cores, experts, int8_mma)

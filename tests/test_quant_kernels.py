@@ -1,0 +1,76 @@
+"""`--quant-kernel`: how a weight-only int8/int4 product of more than a few rows runs, checked by closed forms."""
+
+from __future__ import annotations
+
+import pytest
+from cli_run import run_error, run_json
+
+from roofline.errors import RooflineError
+from roofline.hardware import find_profile
+from roofline.model.ceilings import ceilings_for
+from roofline.model.context import CostContext
+from roofline.model.costmodel import op_cost
+from roofline.model.llm_precision import serving_precision
+from roofline.model.llm_step import MMQ_FLOP_PER_SM_CYCLE, MMVQ_MAX_ROWS, weight_only_cost
+from roofline.workload.ops.gemm import Linear
+from roofline.workload.precision import get_precision
+
+
+def _priced(kernel: str, rows: int, gpu: str = "rtx-4090"):
+    """A 4096 -> 11008 int4 (group 128) product over `rows` rows, bf16 activations, as `kernel` runs it."""
+    c = ceilings_for(find_profile(gpu), get_precision("bf16"))
+    prec = serving_precision("int4", activation="bf16", quant_kernel=kernel)
+    op = Linear("mlp.gate", batch=1, in_features=4096, out_features=11008, bias=False, tokens=rows)
+    ctx = CostContext(c, 2, prec.linear_weight_bytes)  # type: ignore[arg-type]
+    return op, c, ctx, weight_only_cost(op_cost(op, "forward", ctx), op, prec, c, ctx)
+
+
+def test_dequantising_first_adds_the_copy_to_a_16_bit_gemm():
+    """The copy reads 0.5 + 4/128 bytes per weight and writes 2, at the DRAM rate, before the 16-bit GEMM."""
+    op, c, _, cost = _priced("dequant", 512)
+    weights = 4096 * 11008
+    gemm = op_cost(op, "forward", CostContext(c, 2, 2))
+    copy_s = weights * (0.5 + 4 / 128 + 2) / c.dram.bandwidth_bytes_per_s
+    assert cost.device_s == pytest.approx(gemm.device_s + copy_s)
+    assert cost.bytes == pytest.approx(gemm.bytes + weights * (0.5 + 4 / 128 + 2))
+
+
+@pytest.mark.parametrize("kernel, rate", [("mmq", "int8-mma"), ("mmq-dp4a", "dp4a")])
+def test_mmq_runs_at_its_rate_per_sm_cycle(kernel, rate):
+    """8-bit integer products at the calibrated rate per SM-cycle x SMs x clock (128 x 2.52 GHz on the RTX 4090),
+    after the activations' quantisation (2 bytes read, 1 + 4/32 written per element)."""
+    _, c, _, cost = _priced(kernel, 512)
+    assert c.sm_cycles_per_s == pytest.approx(128 * 2.52e9)
+    flops = 2 * 512 * 4096 * 11008
+    assert cost.compute_s == pytest.approx(flops / (MMQ_FLOP_PER_SM_CYCLE[rate] * 128 * 2.52e9))
+    quantise_s = 512 * 4096 * (2 + 1 + 4 / 32) / c.dram.bandwidth_bytes_per_s
+    assert cost.device_s == pytest.approx(quantise_s + max(cost.compute_s, cost.memory_s, c.launch_s))
+
+
+def test_mmq_takes_dp4a_on_gpus_without_int8_tensor_cores():
+    """Pascal has no int8 mma: llama.cpp's MMQ runs dp4a there (the GTX 1080 Ti, 28 SMs at 1.582 GHz)."""
+    from roofline.model.llm_step import predict_serving
+    from roofline.workload.llm.builtins import get_config
+
+    cfg, hw = get_config("llama-2-7b"), find_profile("gtx-1080-ti")
+    mmq = predict_serving(cfg, hw, serving_precision("int4", None, 64, "fp16", None, "mmq"), 1, 512, 1, "graph")
+    dp4a = predict_serving(cfg, hw, serving_precision("int4", None, 64, "fp16", None, "mmq-dp4a"), 1, 512, 1, "graph")
+    assert mmq.ttft_s == pytest.approx(dp4a.ttft_s)
+
+
+def test_few_row_products_stream_their_weights_whatever_the_kernel():
+    fused = _priced("fused", MMVQ_MAX_ROWS)[3]
+    for kernel in ("mmq", "mmq-dp4a", "dequant"):
+        assert _priced(kernel, MMVQ_MAX_ROWS)[3] == fused
+
+
+def test_quant_kernel_cli(capsys):
+    argv = ("predict", "--model", "llama-2-7b", "--gpu", "rtx-4090", "--precision", "int8", "--prompt-len", "512",
+            "--output-len", "16", "--runtime", "graph")
+    fused, dequant = run_json(capsys, *argv), run_json(capsys, *argv, "--quant-kernel", "dequant")
+    assert dequant["ttft_s"] > fused["ttft_s"]
+    assert dequant["tpot_s"] == pytest.approx(fused["tpot_s"])
+    assert "int8/int4" in run_error(capsys, "predict", "--model", "llama-2-7b", "--gpu", "a100", "--precision",
+                                    "bf16", "--prompt-len", "64", "--quant-kernel", "mmq")
+    with pytest.raises(RooflineError, match="quant-kernel"):
+        serving_precision("int4", quant_kernel="marlin")
