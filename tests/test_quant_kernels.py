@@ -74,3 +74,17 @@ def test_quant_kernel_cli(capsys):
                                     "bf16", "--prompt-len", "64", "--quant-kernel", "mmq")
     with pytest.raises(RooflineError, match="quant-kernel"):
         serving_precision("int4", quant_kernel="marlin")
+
+
+def test_advise_prices_the_quantised_candidates_with_the_kernel(capsys):
+    """`advise --serve --quant-kernel mmq`: the int4 and int8 candidates' prompts run llama.cpp's MMQ, the 16-bit
+    ones are unchanged; a kernel without a quantised candidate is refused."""
+    argv = ("advise", "--model", "llama-2-7b", "--gpu", "rtx-4090", "--serve", "--prompt-len", "512",
+            "--output-len", "64", "--runtime", "graph")
+    fused, mmq = run_json(capsys, *argv), run_json(capsys, *argv, "--quant-kernel", "mmq")
+
+    def ttft(doc, precision):
+        return next(r["ttft_s"] for r in doc["sweep"] if r["precision"] == precision and r["batch_size"] == 1)
+    assert ttft(mmq, "int4") != ttft(fused, "int4")
+    assert ttft(mmq, "bf16") == ttft(fused, "bf16")
+    assert "int8/int4" in run_error(capsys, *argv, "--precision", "bf16", "--quant-kernel", "mmq")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.advise.track_record import serving_quotes
-from roofline.errors import DoesNotFit
+from roofline.errors import DoesNotFit, RooflineError
 from roofline.model.ceilings import compute_dtype_for
 from roofline.model.llm_precision import ServingPrecision, serving_precision
 from roofline.model.llm_step import ServingPrediction, TensorParallel, predict_serving, serving_memory
@@ -42,9 +42,10 @@ class ServingAdvice:
     (`roofline.advise.track_record.serving_quotes`)."""
 
 
-def candidate_precisions(profile, requested: str, kv: str | None, group_size: int) -> list[ServingPrecision]:
-    """16-bit weights (bf16 where the device has it), fp8 where it has fp8 units, weight-only int8 and int4;
-    each with a 16-bit KV cache, and an fp8 one where the device has fp8."""
+def candidate_precisions(profile, requested: str, kv: str | None, group_size: int,
+                         quant_kernel: str = "fused") -> list[ServingPrecision]:
+    """16-bit weights (bf16 where the device has it), fp8 where it has fp8 units, weight-only int8 and int4 (their
+    products run by `quant_kernel`); each with a 16-bit KV cache, and an fp8 one where the device has fp8."""
     def runs(name: str) -> bool:
         return compute_dtype_for(get_precision(name), profile) is not None
 
@@ -53,7 +54,12 @@ def candidate_precisions(profile, requested: str, kv: str | None, group_size: in
     if requested != "auto":
         names = [requested]
     kvs = [kv] if kv else ["fp16", *(["fp8"] if runs("fp8") else [])] if activation != "fp32" else ["fp32"]
-    return [serving_precision(n, k, group_size, activation) for n in names for k in kvs]
+    if quant_kernel != "fused" and not set(names) & {"int8", "int4"}:
+        raise RooflineError(f"--quant-kernel {quant_kernel} runs weight-only int8/int4 products; "
+                            f"--precision {requested} has none")
+    return [serving_precision(n, k, group_size, activation,
+                              quant_kernel=quant_kernel if n in ("int8", "int4") else "fused")
+            for n in names for k in kvs]
 
 
 def max_batch(cfg: DecoderConfig, prec: ServingPrecision, prompt: int, output: int, capacity: float,
@@ -83,12 +89,13 @@ def _batches(limit: int) -> list[int]:
 def advise_serving(cfg: DecoderConfig, profile, prompt: int, output: int, runtime: str = "eager",
                    precision: str = "auto", kv: str | None = None, group_size: int = 128,
                    tpot_s: float | None = None, ttft_s: float | None = None,
-                   tp: TensorParallel | None = None, release: TransformersRelease = CURRENT) -> ServingAdvice:
+                   tp: TensorParallel | None = None, release: TransformersRelease = CURRENT,
+                   quant_kernel: str = "fused") -> ServingAdvice:
     capacity = profile.memory.capacity_bytes.value
     is_gpu = profile.kind == "gpu"
     sweep: list[tuple[ServingPrediction, bool]] = []
     limits: dict[str, int] = {}
-    for prec in candidate_precisions(profile, precision, kv, group_size):
+    for prec in candidate_precisions(profile, precision, kv, group_size, quant_kernel):
         limit = max_batch(cfg, prec, prompt, output, capacity, is_gpu, tp, release)
         limits[f"{prec.name}/{prec.kv_name}"] = limit
         for b in _batches(limit):

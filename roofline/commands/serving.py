@@ -31,14 +31,13 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
         g.add_argument("--expert-precision", choices=["bf16", "fp16"],
                        help="a mixture of experts' weights and products in this 16-bit type, the rest at "
                             "--precision (TensorRT-LLM up to v0.9's MoE plugin has no fp8 path)")
-    if not advise:
-        g.add_argument("--quant-kernel", default="fused", choices=["fused", "mmq", "mmq-dp4a", "dequant"],
-                       help="int8/int4 weight-only products of more than 8 rows: fused (dequantised in registers: "
-                            "gpt-fast, Marlin, AWQ, TensorRT-LLM; default), mmq (llama.cpp's 8-bit integer kernels, "
-                            "its prompt path on Turing and later and on Pascal), mmq-dp4a (the same without tensor "
-                            "cores, as llama.cpp builds before mid-2024 forced it), dequant (a 16-bit copy of the "
-                            "weights first, then cuBLAS: llama.cpp's prompt path on Volta, and on every tensor-core "
-                            "GPU before mid-2024)")
+    g.add_argument("--quant-kernel", default="fused", choices=["fused", "mmq", "mmq-dp4a", "dequant"],
+                   help="int8/int4 weight-only products of more than 8 rows: fused (dequantised in registers: "
+                        "gpt-fast, Marlin, AWQ, TensorRT-LLM; default), mmq (llama.cpp's 8-bit integer kernels, "
+                        "its prompt path on Turing and later and on Pascal), mmq-dp4a (the same without tensor "
+                        "cores, as llama.cpp builds before mid-2024 forced it), dequant (a 16-bit copy of the "
+                        "weights first, then cuBLAS: llama.cpp's prompt path on Volta, and on every tensor-core "
+                        "GPU before mid-2024)")
     g.add_argument("--transformers", metavar="X.Y",
                    help="with --runtime eager: the transformers release whose generate runs (e.g. 4.35: eager "
                         "attention before 4.36, grouped K/V repeated per head before 4.54, the prompt's logits "
@@ -96,7 +95,8 @@ def run_advise(args: argparse.Namespace) -> int:
                              output_len=output, precision=args.precision, kv_precision=args.kv_precision,
                              group_size=args.group_size, runtime=args.runtime or "eager", tpot_ms=args.tpot_ms,
                              ttft_ms=args.ttft_ms, plot=args.plot, force=args.force, gpus=_gpus(args),
-                             node=args.node, lm_head=args.lm_head, transformers=args.transformers)
+                             node=args.node, lm_head=args.lm_head, transformers=args.transformers,
+                             quant_kernel=args.quant_kernel)
     if args.json:
         print_json(out)
         return 0
