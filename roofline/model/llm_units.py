@@ -7,6 +7,8 @@ is priced with.
   kernel is built in the plugin's 16-bit type).
 - TensorRT-LLM's masked multi-head attention (`MaskedMultiheadAttention`): fused multiply-adds accumulating in
   fp32 on the CUDA cores, so the fp32 vector rate.
+- llama.cpp's quantised products (`--quant-kernel mmq`): int8 tensor cores where the GPU has them
+  (`OpUnits.int8_mma`), else dp4a (`llm_step.MMQ_FLOP_PER_SM_CYCLE`).
 """
 
 from __future__ import annotations
