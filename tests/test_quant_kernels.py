@@ -68,6 +68,7 @@ def test_quant_kernel_cli(capsys):
     argv = ("predict", "--model", "llama-2-7b", "--gpu", "rtx-4090", "--precision", "int8", "--prompt-len", "512",
             "--output-len", "16", "--runtime", "graph")
     fused, dequant = run_json(capsys, *argv), run_json(capsys, *argv, "--quant-kernel", "dequant")
+    assert (fused["quant_kernel"], dequant["quant_kernel"]) == ("fused", "dequant")
     assert dequant["ttft_s"] > fused["ttft_s"]
     assert dequant["tpot_s"] == pytest.approx(fused["tpot_s"])
     assert "int8/int4" in run_error(capsys, "predict", "--model", "llama-2-7b", "--gpu", "a100", "--precision",
