@@ -75,6 +75,8 @@ def test_quant_kernel_cli(capsys):
                                     "bf16", "--prompt-len", "64", "--quant-kernel", "mmq")
     with pytest.raises(RooflineError, match="quant-kernel"):
         serving_precision("int4", quant_kernel="marlin")
+    assert "on a CPU" in run_error(capsys, "predict", "--model", "llama-2-7b", "--cpu", "textbook", "--precision",
+                                   "int4", "--prompt-len", "64", "--quant-kernel", "mmq")
 
 
 def test_advise_prices_the_quantised_candidates_with_the_kernel(capsys):

@@ -236,9 +236,9 @@ def weight_only_cost(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilin
     """A weight-only int8/int4 product as `prec.quant_kernel` runs it (`llm_precision.QUANT_KERNELS`): fused
     (`_dequant`), llama.cpp's 8-bit integer products (`_mmq`), or a 16-bit copy of the weights then a 16-bit GEMM
     (`_dequantise_first`). Products of a few rows stream their weights with a matrix-vector kernel whichever it
-    is, and a CPU runs its own kernels: both are priced fused. `int8_mma`: the GPU has int8 tensor cores
+    is. `int8_mma`: the GPU has int8 tensor cores
     (`OpUnits.int8_mma`), which MMQ uses, else dp4a."""
-    if prec.quant_kernel == "fused" or op.rows <= MMVQ_MAX_ROWS or not c.is_gpu:
+    if prec.quant_kernel == "fused" or op.rows <= MMVQ_MAX_ROWS:
         return _dequant(cost, op, prec, c)
     if prec.quant_kernel == "dequant":
         return _dequantise_first(op, prec, c, ctx)
@@ -404,6 +404,8 @@ def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: 
     (`transformers_release`)."""
     if runtime not in RUNTIMES:
         raise RooflineError(f"unknown runtime '{runtime}'; choose one of {', '.join(RUNTIMES)}")
+    if prec.quant_kernel != "fused" and profile.kind != "gpu":
+        raise RooflineError(f"--quant-kernel {prec.quant_kernel} names a CUDA kernel of llama.cpp's; on a CPU drop it")
     if release != CURRENT and (runtime != "eager" or static_cache is not None or decode_attention != "grouped"):
         raise RooflineError(f"--transformers {release.label} prices transformers' eager generate: use it with "
                             "--runtime eager, without --static-cache or --decode-attention per-head")
