@@ -38,12 +38,12 @@ def test_dequantising_first_adds_the_copy_to_a_16_bit_gemm():
 @pytest.mark.parametrize("kernel, rate", [("mmq", "int8-mma"), ("mmq-dp4a", "dp4a")])
 def test_mmq_runs_at_its_rate_per_sm_cycle(kernel, rate):
     """8-bit integer products at the calibrated rate per SM-cycle x SMs x clock (128 x 2.52 GHz on the RTX 4090),
-    after the activations' quantisation (2 bytes read, 1 + 4/32 written per element)."""
+    after the activations' quantisation (fp32 read, 1 + 4/32 bytes written per element)."""
     _, c, _, cost = _priced(kernel, 512)
     assert c.sm_cycles_per_s == pytest.approx(128 * 2.52e9)
     flops = 2 * 512 * 4096 * 11008
     assert cost.compute_s == pytest.approx(flops / (MMQ_FLOP_PER_SM_CYCLE[rate] * 128 * 2.52e9))
-    quantise_s = 512 * 4096 * (2 + 1 + 4 / 32) / c.dram.bandwidth_bytes_per_s
+    quantise_s = 512 * 4096 * (4 + 1 + 4 / 32) / c.dram.bandwidth_bytes_per_s
     assert cost.device_s == pytest.approx(quantise_s + max(cost.compute_s, cost.memory_s, c.launch_s))
 
 

@@ -219,7 +219,7 @@ MMVQ_MAX_ROWS = 8
 """Rows up to which llama.cpp multiplies quantised weights with its matrix-vector kernel (`MMVQ_MAX_BATCH_SIZE`,
 ggml-cuda/mmvq.cuh), which streams the weights as a fused kernel does; `--quant-kernel` applies above it."""
 
-MMQ_FLOP_PER_SM_CYCLE = {"int8-mma": 547.0, "dp4a": 305.2}
+MMQ_FLOP_PER_SM_CYCLE = {"int8-mma": 567.0, "dp4a": 311.3}
 """llama.cpp's MMQ rate per SM-cycle, on int8 tensor cores (mma.sync, Turing and later: `OpUnits.int8_mma`) and on
 the dp4a instruction (older GPUs, and every GPU's MMQ before the tensor-core kernels of mid-2024). Calibrated on
 one published row each (benchmarks/published/llm-serving.yaml, fitted block llamacpp-mmq-pr7676): the rates at
@@ -236,8 +236,7 @@ def weight_only_cost(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilin
     """A weight-only int8/int4 product as `prec.quant_kernel` runs it (`llm_precision.QUANT_KERNELS`): fused
     (`_dequant`), llama.cpp's 8-bit integer products (`_mmq`), or a 16-bit copy of the weights then a 16-bit GEMM
     (`_dequantise_first`). Products of a few rows stream their weights with a matrix-vector kernel whichever it
-    is. `int8_mma`: the GPU has int8 tensor cores
-    (`OpUnits.int8_mma`), which MMQ uses, else dp4a."""
+    is. `int8_mma`: the GPU has int8 tensor cores (`OpUnits.int8_mma`), which MMQ uses, else dp4a."""
     if prec.quant_kernel == "fused" or op.rows <= MMVQ_MAX_ROWS:
         return _dequant(cost, op, prec, c)
     if prec.quant_kernel == "dequant":
@@ -259,12 +258,17 @@ def _dequantise_first(op: Linear, prec: ServingPrecision, c: Ceilings, ctx: Cost
                    device_s=gemm.device_s + copy_s, notes=(*gemm.notes, note))
 
 
+GGML_ACTIVATION_BYTES = 4
+"""ggml keeps activations in fp32 between ops (a matrix product's src1 is F32)."""
+Q8_1_BYTES = 1 + 4 / 32
+"""Bytes per element of llama.cpp's q8_1 blocks: 32 int8 values with an fp16 scale and an fp16 sum."""
+
+
 def _mmq(cost: OpCost, op: Linear, c: Ceilings, per_sm_cycle: float) -> OpCost:
-    """llama.cpp's MMQ: the activations quantised to 8 bits by a kernel of their own (quantize_mmq_q8_1: read,
-    written at 1 byte and a scale per 32), then 8-bit integer products at `per_sm_cycle` FLOP
-    (`MMQ_FLOP_PER_SM_CYCLE`) times the GPU's SMs x clock."""
+    """llama.cpp's MMQ: the fp32 activations quantised to q8_1 by a kernel of their own (quantize_mmq_q8_1), then
+    8-bit integer products at `per_sm_cycle` FLOP (`MMQ_FLOP_PER_SM_CYCLE`) times the GPU's SMs x clock."""
     activations = float(op.rows) * op.in_features
-    quantise_s = activations * (2 + 1 + 4 / 32) / c.dram.bandwidth_bytes_per_s
+    quantise_s = activations * (GGML_ACTIVATION_BYTES + Q8_1_BYTES) / c.dram.bandwidth_bytes_per_s
     compute_s = float(op.flops("forward")) / (per_sm_cycle * c.sm_cycles_per_s)
     device_s = quantise_s + max(compute_s, cost.memory_s, c.launch_s)
     bound = "compute" if compute_s >= cost.memory_s else cost.bound
