@@ -10,8 +10,9 @@ from roofline.hardware import find_profile
 from roofline.model.ceilings import ceilings_for
 from roofline.model.context import CostContext
 from roofline.model.costmodel import op_cost
+from roofline.model.gemm_cost import GEMV_MAX_ROWS
 from roofline.model.llm_precision import serving_precision
-from roofline.model.llm_step import MMQ_FLOP_PER_SM_CYCLE, MMVQ_MAX_ROWS, weight_only_cost
+from roofline.model.llm_step import MMQ_FLOP_PER_SM_CYCLE, weight_only_cost
 from roofline.workload.ops.gemm import Linear
 from roofline.workload.precision import get_precision
 
@@ -59,9 +60,9 @@ def test_mmq_takes_dp4a_on_gpus_without_int8_tensor_cores():
 
 
 def test_few_row_products_stream_their_weights_whatever_the_kernel():
-    fused = _priced("fused", MMVQ_MAX_ROWS)[3]
+    fused = _priced("fused", GEMV_MAX_ROWS)[3]
     for kernel in ("mmq", "mmq-dp4a", "dequant"):
-        assert _priced(kernel, MMVQ_MAX_ROWS)[3] == fused
+        assert _priced(kernel, GEMV_MAX_ROWS)[3] == fused
 
 
 def test_quant_kernel_cli(capsys):

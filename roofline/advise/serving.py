@@ -163,12 +163,12 @@ def _reasons(cfg: DecoderConfig, p: ServingPrediction, limits: dict[str, int], t
             "--static-cache N` prices the first).")
     if p.release.all_logits:
         head = next(s.op for s in p.prefill.phase.steps if isinstance(s.op, LogitsHead))
-        held = float(head.rows) * head.out_features * (p.precision.activation_bytes
-                                                        + (4 if head.fp32_upcast else 0))
+        act = p.precision.activation_bytes
+        held = head.held_bytes(act)
         numbers["prompt_logits_bytes"] = held
         reasons.append(
             f"transformers {p.release.label} computes the prompt's logits at all {p.prompt_len} positions "
-            f"({head.rows} x {head.out_features}){' and upcasts them to fp32' if head.fp32_upcast else ''}: "
+            f"({head.rows} x {head.out_features}){' and upcasts them to fp32' if head.upcasts(act) else ''}: "
             f"{held / 1e9:.2f} GB held at once at batch {p.batch}, {held / p.memory.total:.0%} of its memory; "
             "4.45 and later keep the last position's only.")
     if (tpot_s or ttft_s) and not ok:

@@ -60,14 +60,14 @@ class ServingPrecision:
     at tag v0.6.1, 9b3e12dbc820a8b72bcd7d712a8c9a54facf97df); an fp8 one came in v0.9.0, off by default
     (tensorrt_llm/plugin/plugin.py, `use_fp8_context_fmha: bool = False`)."""
     experts: Precision | None = None
-    quant_kernel: str = "fused"
-    """Which kernel runs a weight-only product of more than a few rows (`QUANT_KERNELS`)."""
     """A mixture of experts' weights and products in this 16-bit type instead (None: as the other products).
     TensorRT-LLM's MoE plugin up to v0.9.0 builds its CUTLASS runner only for half x half, float x float,
     bf16 x bf16 and 16-bit activations with int8/int4 weights (`MixtureOfExpertsPlugin::init`,
     cpp/tensorrt_llm/plugins/mixtureOfExperts/mixtureOfExpertsPlugin.cpp at tag v0.9.0,
     250d9c293d5edbc2a45c20775b3150b1eb68b364; tensorrt_llm/layers/moe.py keeps `weight_dtype = dtype` unless
     weight-only), so an "fp8" Mixtral engine of that release runs its experts in 16 bits."""
+    quant_kernel: str = "fused"
+    """Which kernel runs a weight-only product of more than a few rows (`QUANT_KERNELS`)."""
 
     @property
     def weight_only(self) -> bool:

@@ -30,6 +30,7 @@ from roofline.model.comm.collectives import Fabric, ring_all_gather_s
 from roofline.model.comm.tensor_parallel import tensor_parallel_token_s, tp_message_bytes
 from roofline.model.context import CostContext
 from roofline.model.costmodel import OpCost, op_cost
+from roofline.model.gemm_cost import GEMV_MAX_ROWS
 from roofline.model.llm_precision import ServingPrecision
 from roofline.model.llm_runtime import RUNTIMES
 from roofline.model.llm_units import OpUnits, op_units
@@ -215,10 +216,6 @@ def _dequant(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings) -> O
                                                                "on the vector units")))
 
 
-MMVQ_MAX_ROWS = 8
-"""Rows up to which llama.cpp multiplies quantised weights with its matrix-vector kernel (`MMVQ_MAX_BATCH_SIZE`,
-ggml-cuda/mmvq.cuh), which streams the weights as a fused kernel does; `--quant-kernel` applies above it."""
-
 MMQ_FLOP_PER_SM_CYCLE = {"int8-mma": 567.0, "dp4a": 311.3}
 """llama.cpp's MMQ rate per SM-cycle, on int8 tensor cores (mma.sync, Turing and later: `OpUnits.int8_mma`) and on
 the dp4a instruction (older GPUs, and every GPU's MMQ before the tensor-core kernels of mid-2024). Calibrated on
@@ -236,8 +233,9 @@ def weight_only_cost(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilin
     """A weight-only int8/int4 product as `prec.quant_kernel` runs it (`llm_precision.QUANT_KERNELS`): fused
     (`_dequant`), llama.cpp's 8-bit integer products (`_mmq`), or a 16-bit copy of the weights then a 16-bit GEMM
     (`_dequantise_first`). Products of a few rows stream their weights with a matrix-vector kernel whichever it
-    is. `int8_mma`: the GPU has int8 tensor cores (`OpUnits.int8_mma`), which MMQ uses, else dp4a."""
-    if prec.quant_kernel == "fused" or op.rows <= MMVQ_MAX_ROWS:
+    is (up to `GEMV_MAX_ROWS`: llama.cpp's mmvq). `int8_mma`: the GPU has int8 tensor cores
+    (`OpUnits.int8_mma`), which MMQ uses, else dp4a."""
+    if prec.quant_kernel == "fused" or op.rows <= GEMV_MAX_ROWS:
         return _dequant(cost, op, prec, c)
     if prec.quant_kernel == "dequant":
         return _dequantise_first(op, prec, c, ctx)
@@ -332,7 +330,7 @@ def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, units: 
             cost = _unfused(cost, unfused_bytes(cfg, op, act_bytes, prec.kv_bytes))
         kernels = step.kernels - (step.fp32_noop if prec.compute.storage_bytes == 4 else 0)
         charged.append((rt.charge(cost, c, kernels, step.views), step.repeat))
-        if isinstance(op, LogitsHead) and op.fp32_upcast and act_bytes < 4:
+        if isinstance(op, LogitsHead) and op.upcasts(act_bytes):
             charged.append((rt.charge(upcast_cost(op, other_ctx), c, 1, 0), step.repeat))
     communication = tensor_parallel_s(cfg, phase, prec, tp)
     return PhaseCost(phase, rt.total(_in_order(charged), c) + communication, tuple(charged), communication)
@@ -364,8 +362,8 @@ def activation_bytes(phase: Phase, act_bytes: float, hidden: int) -> float:
     for s in phase.steps:
         t = s.op.traffic("forward")
         pair = float(t.activations_read + t.activations_written) * act_bytes
-        if isinstance(s.op, LogitsHead) and s.op.fp32_upcast and act_bytes < 4:
-            pair = float(s.op.rows) * s.op.out_features * (act_bytes + 4)
+        if isinstance(s.op, LogitsHead) and s.op.upcasts(act_bytes):
+            pair = s.op.held_bytes(act_bytes)
         best = max(best, pair)
     residual = RESIDUAL_STREAM_TENSORS * float(phase.batch) * phase.new_tokens * hidden
     return best + residual * act_bytes

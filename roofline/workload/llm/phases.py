@@ -245,8 +245,7 @@ def _attention(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_ele
     if static_cache is None:
         release = layout.release
         repeated = release.repeat_kv and heads != kv_heads
-        repeat_ops: list[Op] = [RepeatKV("attn.repeat_kv", batch=batch, heads=heads, kv_heads=kv_heads, seq=context,
-                                         head_dim=cfg.head_dim, kv_element_ratio=kv_element_ratio)] if repeated else []
+        repeat_ops = _repeat_kv(cfg, batch, heads, kv_heads, context, kv_element_ratio) if repeated else []
         if release.eager_attention:
             return [*repeat_ops, EagerCachedAttention(
                 "attn.sdpa", batch=batch, heads=heads, seq_q=tokens, seq_kv=context, head_dim=cfg.head_dim,
@@ -256,13 +255,17 @@ def _attention(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_ele
         return [*repeat_ops, kernel("attn.sdpa", batch=batch, heads=heads, seq_q=tokens, seq_kv=context,
                                     head_dim=cfg.head_dim, causal=tokens != 1, kv_heads=kv_heads,
                                     kv_element_ratio=kv_element_ratio, kv_repeated=repeated)]
-    repeat: list[Op] = []
-    if heads != kv_heads:
-        repeat = [RepeatKV("attn.repeat_kv", batch=batch, heads=heads, kv_heads=kv_heads, seq=static_cache,
-                           head_dim=cfg.head_dim, kv_element_ratio=kv_element_ratio)]
+    repeat = _repeat_kv(cfg, batch, heads, kv_heads, static_cache, kv_element_ratio) if heads != kv_heads else []
     return [*repeat, CachedAttention("attn.sdpa", batch=batch, heads=heads, seq_q=tokens, seq_kv=static_cache,
                                      head_dim=cfg.head_dim, causal=False, kv_heads=heads,
                                      kv_element_ratio=kv_element_ratio)]
+
+
+def _repeat_kv(cfg: DecoderConfig, batch: int, heads: int, kv_heads: int, seq: int,
+               kv_element_ratio: float) -> list[Op]:
+    """`repeat_kv` over `seq` cached positions, as one op."""
+    return [RepeatKV("attn.repeat_kv", batch=batch, heads=heads, kv_heads=kv_heads, seq=seq, head_dim=cfg.head_dim,
+                     kv_element_ratio=kv_element_ratio)]
 
 
 def layer_ops(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_element_ratio: float,

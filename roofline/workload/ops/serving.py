@@ -133,6 +133,14 @@ class LogitsHead(Linear):
 
     fp32_upcast: bool = False
 
+    def upcasts(self, act_bytes: float) -> bool:
+        """Whether the upcast runs: `.float()` on logits already in fp32 launches nothing."""
+        return self.fp32_upcast and act_bytes < 4
+
+    def held_bytes(self, act_bytes: float) -> float:
+        """The logits' bytes held at once: the lm_head's output, and its fp32 copy beside it while it is made."""
+        return float(self.rows) * self.out_features * (act_bytes + (4 if self.upcasts(act_bytes) else 0))
+
 
 @dataclass
 class RepeatKV(Op):
