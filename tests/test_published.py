@@ -225,3 +225,20 @@ def test_the_serving_comparer_checks_every_later_held_out_set():
     assert ratios == {"held-out median <= 1.3x fitted median": pytest.approx(2.0),
                       "fresh-held-out median <= 1.3x fitted median": pytest.approx(3.0),
                       "third-held-out median <= 1.3x fitted median": pytest.approx(1.2)}
+
+
+def test_serving_figures_become_the_seconds_they_imply():
+    from benchmarks.published_kinds import llm_serving
+
+    base = {"batch": 8, "prompt": 512, "output": 128, "gpus": 2}
+    # a request of 8 x 128 generated tokens at 1024 tokens/s takes 1 s; per GPU of 2 at 512 each, the same
+    assert llm_serving.published_time_s({**base, "metric": "tokens_per_s", "value": 1024}) == pytest.approx(1.0)
+    assert llm_serving.published_time_s({**base, "metric": "tokens_per_s_per_gpu", "value": 512}) == pytest.approx(1.0)
+    # benchmark_latency's "Avg latency" is already the request's seconds
+    assert llm_serving.published_time_s({**base, "metric": "request_s", "value": 2.5}) == 2.5
+    # 8 sequences at 400 tokens/s while decoding: 20 ms a step; 8 x 512 prompt tokens at 16384/s: 0.25 s
+    assert llm_serving.published_time_s({**base, "metric": "decode_tokens_per_s", "value": 400}) == pytest.approx(0.02)
+    prefill = {**base, "metric": "prefill_tokens_per_s", "value": 16384}
+    assert llm_serving.published_time_s(prefill) == pytest.approx(0.25)
+    # a source's seconds between tokens are the step's time, whatever the batch
+    assert llm_serving.published_time_s({**base, "metric": "tpot_s", "value": 0.02}) == 0.02
