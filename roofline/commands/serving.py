@@ -43,8 +43,8 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
                         "attention before 4.36, grouped K/V repeated per head before 4.54, the prompt's logits "
                         "for every position before 4.45); default: the current release")
     g.add_argument("--runtime", choices=["eager", "graph"],
-                   help="eager: Hugging Face generate (per-op dispatch; default); graph: CUDA graphs (vLLM, "
-                        "TensorRT-LLM, gpt-fast compiled)")
+                   help="eager: Hugging Face generate (per-op dispatch; default); graph: no per-op host time "
+                        "(vLLM's CUDA graphs, TensorRT-LLM, LMDeploy's TurboMind, llama.cpp, gpt-fast compiled)")
     if advise:
         g.add_argument("--serve", action="store_true", help="serving advice: concurrent sequences and precision")
         g.add_argument("--tpot-ms", type=float, metavar="T", help="largest acceptable time per output token")
