@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from roofline.advise.track_record import serving_quotes
-from roofline.errors import DoesNotFit, RooflineError
+from roofline.errors import DoesNotFit
 from roofline.model.ceilings import compute_dtype_for
-from roofline.model.llm_precision import ServingPrecision, serving_precision
+from roofline.model.llm_precision import ServingPrecision, activation_for, serving_precision
 from roofline.model.llm_step import ServingPrediction, TensorParallel, predict_serving, serving_memory
 from roofline.workload.llm.config import DecoderConfig
 from roofline.workload.llm.phases import Layout, kv_cache_bytes_per_token, prefill, unfused_bytes
@@ -49,16 +49,15 @@ def candidate_precisions(profile, requested: str, kv: str | None, group_size: in
     def runs(name: str) -> bool:
         return compute_dtype_for(get_precision(name), profile) is not None
 
-    activation = next((n for n in ("bf16", "fp16") if runs(n)), "fp32")
+    activation = activation_for(profile)
     names = [activation, *(["fp8"] if runs("fp8") else []), "int8", "int4"]
     if requested != "auto":
         names = [requested]
     kvs = [kv] if kv else ["fp16", *(["fp8"] if runs("fp8") else [])] if activation != "fp32" else ["fp32"]
-    if quant_kernel != "fused" and not set(names) & {"int8", "int4"}:
-        raise RooflineError(f"--quant-kernel {quant_kernel} runs weight-only int8/int4 products; "
-                            f"--precision {requested} has none")
+    # an explicit precision takes the kernel as asked (serving_precision refuses it for a 16-bit or fp8 one);
+    # the auto sweep gives it to its weight-only candidates only
     return [serving_precision(n, k, group_size, activation,
-                              quant_kernel=quant_kernel if n in ("int8", "int4") else "fused")
+                              quant_kernel=quant_kernel if requested != "auto" or n in ("int8", "int4") else "fused")
             for n in names for k in kvs]
 
 
