@@ -25,6 +25,7 @@ from typing import Any
 from benchmarks.published_kinds.record import (
     HELD_OUT_PARTS,
     HELD_OUT_SETS,
+    HELD_OUT_TOGETHER,
     Comparison,
     DatasetError,
     SourceBlock,
@@ -66,7 +67,7 @@ def check_targets(parts: dict[str, list[Comparison]]) -> list[dict[str, Any]]:
             checks.append({"target": f"{metric} ({len(errors)} rows): median abs error <= {limit:.0%}",
                            "unit": "abs error", "value": value, "met": value <= limit})
     fitted = [abs(c.error) for c in parts["fitted"]]
-    for part in HELD_OUT_PARTS:
+    for part in (*HELD_OUT_PARTS, HELD_OUT_TOGETHER):
         label = part.replace("_", "-")
         held = [abs(c.error) for c in parts.get(part, [])]
         if fitted and held:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from roofline.errors import RooflineError
 
 HELD_OUT_SETS = ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
-                 "twelfth", "thirteenth")
+                 "twelfth", "thirteenth", "fourteenth")
 """The later held-out sets, in the order they were gathered (a block's `held_out_set`), each a part of its own."""
 
 
@@ -32,6 +32,10 @@ def part_of(holdout: bool, later_set: str | None = None) -> str:
 
 HELD_OUT_PARTS = ("held_out", *(part_of(True, name) for name in HELD_OUT_SETS))
 """Every held-out part's name, the first held-out part then the later sets in the order they were gathered."""
+
+HELD_OUT_TOGETHER = "held_out_together"
+"""Every held-out row in one part: the issues' "held-out third" against "the rest" read literally, reported beside
+each set's own ratio (a set's ratio says whether one new source generalizes; the pooled one, the whole record)."""
 
 
 class DatasetError(RooflineError):
