@@ -613,12 +613,15 @@ def _kept_heap_runs(req: ModelRequest, argv: list[str], runs: list[dict[str, Any
 
 
 def _serving_precision(profile: Profile, precision: str | None, kv_precision: str | None, group_size: int,
-                       experts: str | None = None, quant_kernel: str = "fused") -> Any:
-    """The requested weight precision (default: bf16 where the device has it, else fp16, else fp32)."""
+                       experts: str | None = None, quant_kernel: str = "fused", accumulate: str = "fp32") -> Any:
+    """The requested weight precision (default: bf16 where the device has it, else fp16, else fp32; fp16 when
+    the products accumulate in fp16)."""
     from roofline.model.llm_precision import activation_for, serving_precision
 
     activation = activation_for(profile)
-    return serving_precision(precision or activation, kv_precision, group_size, activation, experts, quant_kernel)
+    default = "fp16" if accumulate == "fp16" else activation
+    return serving_precision(precision or default, kv_precision, group_size, activation, experts, quant_kernel,
+                             accumulate)
 
 
 def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None, cpu: str | None = None,
@@ -628,7 +631,7 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
                     nodes: int = 1, allreduce: str = "auto", lm_head: str = "split",
                     static_cache: int | None = None, decode_attention: str = "grouped",
                     expert_precision: str | None = None, transformers: str | None = None,
-                    quant_kernel: str = "fused") -> dict[str, Any]:
+                    quant_kernel: str = "fused", accumulate: str = "fp32") -> dict[str, Any]:
     """A language model served on a device: time to first token, time per output token, tokens/s, memory and
     both phases per op (the `predict --model LLM --prompt-len P --output-len O` document). `gpus` > 1 splits
     the model over that many GPUs of a node (tensor parallelism), the lm_head split by vocabulary or
@@ -636,7 +639,9 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
     `decode_attention` the decode kernel ('grouped', or TensorRT-LLM's 'per-head' masked MHA);
     `expert_precision` a mixture of experts' 16-bit type where it differs from `precision`; `transformers`
     the release whose eager generate runs ('4.35'; None: the current one); `quant_kernel` the kernel of int8/int4
-    weight-only products ('fused', llama.cpp's 'mmq', or 'dequant' to a 16-bit copy first)."""
+    weight-only products ('fused', llama.cpp's 'mmq', or 'dequant' to a 16-bit copy first); `accumulate` what
+    the products' fp16 multiplies accumulate in ('fp32', or 'fp16' as llama.cpp's cuBLAS path, ExLlama and
+    TinyChat run them)."""
     from roofline.advise.track_record import serving_quotes
     from roofline.model.llm_step import predict_serving as predict_request
     from roofline.model.llm_step import require_fit, tensor_parallel_group
@@ -649,7 +654,8 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
         raise RooflineError(f"--expert-precision applies to a mixture of experts; {cfg.name} has none")
     release = transformers_release(transformers, cfg)
     profile = select_profile(hw, gpu, cpu)
-    prec = _serving_precision(profile, precision, kv_precision, group_size, expert_precision, quant_kernel)
+    prec = _serving_precision(profile, precision, kv_precision, group_size, expert_precision, quant_kernel,
+                              accumulate)
     tp = tensor_parallel_group(profile, gpus, node, nodes, allreduce, lm_head)
     preds = [predict_request(cfg, profile, prec, b, prompt_len, output_len, runtime, tp, static_cache,
                              decode_attention, release) for b in _batches(batch)]

@@ -107,7 +107,8 @@ def _predict(row: dict[str, Any]) -> ServingPrediction:
     profile = find_profile(row["gpu"])
     activation = "fp16" if row["precision"] == "fp16" else activation_for(profile)
     prec = serving_precision(row["precision"], row.get("kv"), row.get("group_size", 128), activation,
-                             row.get("expert_precision"), row.get("quant_kernel", "fused"))
+                             row.get("expert_precision"), row.get("quant_kernel", "fused"),
+                             row.get("accumulate", "fp32"))
     tp = tensor_parallel_group(profile, row.get("gpus", 1), algorithm=row.get("allreduce", "auto"),
                                lm_head=row.get("lm_head", "split"))
     cfg = get_config(row["model"])
@@ -132,7 +133,8 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
                         f"{' static cache ' + str(row['static_cache']) if row.get('static_cache') else ''}"
                         f"{' ' + row['decode_attention'] + ' decode attention' if row.get('decode_attention') else ''}"
                         f"{' transformers ' + str(row['transformers']) if row.get('transformers') else ''}"
-                        f"{' ' + row['quant_kernel'] + ' kernel' if row.get('quant_kernel') else ''}")
+                        f"{' ' + row['quant_kernel'] + ' kernel' if row.get('quant_kernel') else ''}"
+                        f"{' fp16 accumulation' if row.get('accumulate') == 'fp16' else ''}")
             out.append(Comparison(
                 row_id=str(row["id"]), source_id=block.id, holdout=block.holdout, later_set=block.held_out_set,
                 published=published_time_s(row),

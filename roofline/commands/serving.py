@@ -28,6 +28,10 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
                             "(FlashAttention, SDPA, TensorRT-LLM's XQA; default); per-head runs a block per query "
                             "head, each loading its KV head (TensorRT-LLM v0.5-0.6's masked MHA, and v0.7-0.9's "
                             "where query heads per KV head are neither 1 nor 8)")
+        g.add_argument("--accumulate", default="fp32", choices=["fp32", "fp16"],
+                       help="what the products' fp16 multiplies accumulate in: fp32 (PyTorch, vLLM, TensorRT-LLM; "
+                            "default) or fp16 (llama.cpp's cuBLAS path, ExLlama, TinyChat), up to twice as fast on "
+                            "a GeForce board; implies fp16 activations")
         g.add_argument("--expert-precision", choices=["bf16", "fp16"],
                        help="a mixture of experts' weights and products in this 16-bit type, the rest at "
                             "--precision (TensorRT-LLM up to v0.9's MoE plugin has no fp8 path)")
@@ -77,7 +81,8 @@ def run_predict(args: argparse.Namespace) -> int:
                               gpus=_gpus(args), node=args.node, nodes=args.nodes, allreduce=args.allreduce,
                               lm_head=args.lm_head, static_cache=args.static_cache,
                               decode_attention=args.decode_attention, expert_precision=args.expert_precision,
-                              transformers=args.transformers, quant_kernel=args.quant_kernel)
+                              transformers=args.transformers, quant_kernel=args.quant_kernel,
+                              accumulate=args.accumulate)
     if args.json:
         print_json(out)
         return 0

@@ -149,6 +149,11 @@ class TensorCore(_Strict):
     usual front end), source 'measured: ...': the clock a dense tensor load holds under the power limit and
     the library's main-loop efficiency, which no datasheet states. Applied like a calibrated peak when
     this machine has none."""
+    fp16_accumulate_dense_flops_per_s: PositiveFigure | None = None
+    """fp16 products accumulated in fp16 (cuBLAS's CUBLAS_COMPUTE_16F or `cublasHgemm`; kernels that say so):
+    GeForce boards since Turing run them at twice the rate of fp32 accumulation, the one PyTorch uses (their
+    whitepapers' 'with FP16 Accumulate'). Data-center and professional boards run both at one rate, the one
+    figure their datasheets give, and leave this out. Only under the fp16 entry."""
 
 
 class Overheads(_Strict):

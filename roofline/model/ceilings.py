@@ -403,10 +403,41 @@ def runtime_figures(runtime: str, levels: tuple[Level, ...], element_bytes: int,
     return dict(figures.host_call_s.by_kind), rates
 
 
-def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = EAGER_CUDA) -> Ceilings:
+ACCUMULATIONS = ("fp32", "fp16")
+"""What a 16-bit product accumulates in: fp32 (PyTorch, cuBLASLt's defaults, TensorRT-LLM, flash attention) or
+fp16 (cuBLAS's CUBLAS_COMPUTE_16F and `cublasHgemm`: llama.cpp's cuBLAS path, ExLlama, TinyChat's W4A16 kernels)."""
+
+
+REALIZED_FP16_ACCUMULATE_RATIO = {"Ada": 53.1 / 31.0}
+"""What fp16 accumulation realizes over fp32 accumulation on one architecture's GeForce tensor cores, where it was
+measured: a Triton matmul of fp16 operands at size 2048 on an RTX 4060 (Ada, SM89) ran 53.1 TFLOP/s accumulating in
+fp16 against 31.0 in fp32, 1.71x of the datasheet's 2x, with the SMs' issue throughput at 87% of its peak
+(triton-lang/triton#10851, 2026-07-11)."""
+
+
+def fp16_accumulate_rate(profile: Profile, fp32_accumulate: float) -> tuple[float, str]:
+    """(FLOP/s, provenance) of fp16 products accumulated in fp16, given what the same products sustain with fp32
+    accumulation: that rate times the datasheet's ratio of the two peaks (a GeForce board: 2), or the ratio
+    measured on the board's architecture where it is lower (`REALIZED_FP16_ACCUMULATE_RATIO`); the same rate on
+    a board whose datasheet gives one figure for both (data-center and professional boards)."""
+    core = profile.tensor_cores.get("fp16") if isinstance(profile, GpuProfile) else None
+    if core is None or core.fp16_accumulate_dense_flops_per_s is None:
+        return fp32_accumulate, "one rate for both accumulations"
+    ratio = core.fp16_accumulate_dense_flops_per_s.value / core.dense_flops_per_s.value
+    realized = REALIZED_FP16_ACCUMULATE_RATIO.get(profile.architecture.split()[0])
+    if realized is not None and realized < ratio:
+        return fp32_accumulate * realized, "fp16 accumulation, the ratio measured on this architecture"
+    return fp32_accumulate * ratio, "fp16 accumulation, the datasheet's ratio to fp32 accumulation"
+
+
+def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = EAGER_CUDA,
+                 accumulate: str = "fp32") -> Ceilings:
     """Resolve the ceilings for one precision on one device (measured where calibrated). On a GPU without a
     calibration, `runtime` names the framework runtime profile whose measured costs apply
-    (`roofline.hardware.runtime`); None prices the datasheet roofline alone."""
+    (`roofline.hardware.runtime`); None prices the datasheet roofline alone. `accumulate` 'fp16' prices fp16
+    tensor-core products accumulated in fp16 (`fp16_accumulate_rate`); every other dtype accumulates in fp32."""
+    if accumulate not in ACCUMULATIONS:
+        raise RooflineError(f"unknown accumulation '{accumulate}'; choose {' or '.join(ACCUMULATIONS)}")
     dtype = compute_dtype_for(precision, profile)
     if dtype is None:
         raise RooflineError(f"{profile.name} has no {precision.name} support (no native {precision.compute_dtype} "
@@ -437,6 +468,8 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
         provenance["vector_flops_per_s"] = "fp32 arithmetic (PyTorch's half products)"
     elif isinstance(profile, GpuProfile) and (rate := _cuda_core_rate(profile, dtype, vector_value, runtime)):
         vector_value, provenance["vector_flops_per_s"] = rate
+    if accumulate == "fp16" and dtype == "fp16" and matrix_value is not None:
+        matrix_value, provenance["matrix_flops_per_s"] = fp16_accumulate_rate(profile, matrix_value)
     alignment = None
     if isinstance(profile, GpuProfile) and dtype in profile.tensor_cores:
         alignment = profile.tensor_cores[dtype].alignment_elements

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from roofline.errors import RooflineError, UnknownName, did_you_mean
 from roofline.hardware.schema import Profile
-from roofline.model.ceilings import compute_dtype_for
+from roofline.model.ceilings import ACCUMULATIONS, compute_dtype_for
 from roofline.workload.precision import Precision, get_precision
 
 SCALE_BYTES = 2
@@ -68,6 +68,10 @@ class ServingPrecision:
     weight-only), so an "fp8" Mixtral engine of that release runs its experts in 16 bits."""
     quant_kernel: str = "fused"
     """Which kernel runs a weight-only product of more than a few rows (`QUANT_KERNELS`)."""
+    accumulate: str = "fp32"
+    """What the products' fp16 multiplies accumulate in (`ceilings.ACCUMULATIONS`): fp32, as PyTorch, vLLM and
+    TensorRT-LLM run them, or fp16, as llama.cpp's cuBLAS path (CUBLAS_COMPUTE_16F), ExLlama (`cublasHgemm`) and
+    TinyChat's W4A16 kernels do, at up to twice the rate on a GeForce board. Attention stays at fp32."""
 
     @property
     def weight_only(self) -> bool:
@@ -125,11 +129,12 @@ def activation_for(profile: Profile) -> str:
 
 def serving_precision(name: str, kv: str | None = None, group_size: int = DEFAULT_GROUP_SIZE,
                       activation: str = "bf16", experts: str | None = None,
-                      quant_kernel: str = "fused") -> ServingPrecision:
+                      quant_kernel: str = "fused", accumulate: str = "fp32") -> ServingPrecision:
     """`--precision` (bf16, fp16, fp8, int8, int4, fp32), `--kv-precision` (fp16, bf16, fp8),
-    `--expert-precision` (bf16, fp16: a mixture of experts' weights and products, `ServingPrecision.experts`) and
-    `--quant-kernel` (`QUANT_KERNELS`) as served. Weight-only int8/int4 compute in `activation` (bf16 unless the
-    device lacks it), and fp8's attention runs in it (`ServingPrecision.attention`)."""
+    `--expert-precision` (bf16, fp16: a mixture of experts' weights and products, `ServingPrecision.experts`),
+    `--quant-kernel` (`QUANT_KERNELS`) and `--accumulate` (`ServingPrecision.accumulate`) as served. Weight-only
+    int8/int4 compute in `activation` (bf16 unless the device lacks it; fp16 when the products accumulate in
+    fp16, which only fp16 multiplies do), and fp8's attention runs in it (`ServingPrecision.attention`)."""
     key = name.strip().lower()
     if key not in SERVING_PRECISIONS:
         raise UnknownName(f"unknown serving precision '{name}'{did_you_mean(key, list(SERVING_PRECISIONS))}; "
@@ -141,6 +146,13 @@ def serving_precision(name: str, kv: str | None = None, group_size: int = DEFAUL
                             f"--precision {key} has none")
     if group_size < 1:
         raise RooflineError(f"--group-size must be a positive integer, got {group_size}")
+    if accumulate not in ACCUMULATIONS:
+        raise UnknownName(f"unknown --accumulate '{accumulate}'; choose {' or '.join(ACCUMULATIONS)}")
+    if accumulate == "fp16":
+        if key not in ("fp16", "int8", "int4"):
+            raise RooflineError(f"--accumulate fp16 multiplies fp16 operands; --precision {key}'s products accumulate "
+                                "in fp32 on NVIDIA tensor cores: use --precision fp16, int8 or int4")
+        activation = "fp16"
     compute = get_precision(activation if key in ("int8", "int4") else key)
     kv_key = (kv or ("fp16" if compute.storage_bytes <= 2 else "fp32")).strip().lower()
     if kv_key not in KV_BYTES:
@@ -153,5 +165,5 @@ def serving_precision(name: str, kv: str | None = None, group_size: int = DEFAUL
         if e_key not in EXPERT_PRECISIONS:
             raise UnknownName(f"unknown expert precision '{experts}'; choose one of {', '.join(EXPERT_PRECISIONS)}")
         expert = get_precision(e_key)
-    return ServingPrecision(key, compute, bits, group_size, kv_key, attention, expert, quant_kernel)
+    return ServingPrecision(key, compute, bits, group_size, kv_key, attention, expert, quant_kernel, accumulate)
 

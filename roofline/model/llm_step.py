@@ -425,7 +425,7 @@ def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: 
     if static_cache is not None and (runtime != "graph" or static_cache < prompt + output):
         raise RooflineError(f"--static-cache {static_cache} needs --runtime graph (transformers compiles the "
                             f"forward for a static cache) and room for {prompt} + {output} tokens")
-    c = ceilings_for(profile, prec.compute)
+    c = ceilings_for(profile, prec.compute, accumulate=prec.accumulate)
     units = op_units(profile, prec, c)
     ratio = prec.kv_bytes / prec.activation_bytes
     layout = Layout(tp.gpus if tp else 1, tp.split_lm_head if tp else True, static_cache, decode_attention,

@@ -4,7 +4,8 @@ is priced with.
 - Products, norms and the rest: the serving precision's (`ServingPrecision.compute`).
 - A mixture of experts' products: `ServingPrecision.experts` where the runtime runs them in another type.
 - Attention's products: `ServingPrecision.attention` (16-bit under fp8 weights: TensorRT-LLM's fused context
-  kernel is built in the plugin's 16-bit type).
+  kernel is built in the plugin's 16-bit type), accumulating in fp32 where the other products accumulate in fp16
+  (`ServingPrecision.accumulate`: flash attention and SDPA accumulate in fp32).
 - TensorRT-LLM's masked multi-head attention (`MaskedMultiheadAttention`): fused multiply-adds accumulating in
   fp32 on the CUDA cores, so the fp32 vector rate.
 - llama.cpp's quantised products (`--quant-kernel mmq`): int8 tensor cores where the GPU has them
@@ -51,7 +52,8 @@ with Turing (compute capability 7.5); Volta's take fp16 only, Pascal and older h
 
 def op_units(profile, prec: ServingPrecision, default: Ceilings) -> OpUnits:
     """`default` (the serving precision's ceilings) and the others, resolved only where they differ."""
-    attention = default if prec.attention == prec.compute else ceilings_for(profile, prec.attention)
+    attention = default if prec.attention == prec.compute and prec.accumulate == "fp32" \
+        else ceilings_for(profile, prec.attention)
     fp32 = get_precision("fp32")
     cuda_cores = default if prec.compute == fp32 else ceilings_for(profile, fp32)
     experts = default if prec.experts in (None, prec.compute) else ceilings_for(profile, prec.experts)

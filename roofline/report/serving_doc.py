@@ -24,6 +24,7 @@ def prediction_dict(p: Any) -> dict[str, Any]:
         "expert_precision": p.precision.experts.name if p.precision.experts else None,
         "group_size": p.precision.group_size if p.precision.name == "int4" else None, "runtime": p.runtime,
         "quant_kernel": p.precision.quant_kernel if p.precision.weight_only else None,
+        "accumulate": p.precision.accumulate,
         "ttft_s": p.ttft_s, "tpot_s": p.tpot_s, "tokens_per_s": p.tokens_per_s,
         "decode_tokens_per_s": p.decode_tokens_per_s, "request_s": p.request_s,
         "step_time_s": p.request_s, "samples_per_s": p.batch / p.request_s,

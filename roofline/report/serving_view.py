@@ -28,6 +28,8 @@ def render_serving_prediction(out: dict[str, Any]) -> None:
     experts = f" ({out['expert_precision']} experts)" if out.get("expert_precision") else ""
     if out.get("quant_kernel") not in (None, "fused"):
         experts += f" ({out['quant_kernel']} products)"
+    if out.get("accumulate") == "fp16":
+        experts += " (products accumulating in fp16)"
     console.print(f"[bold]{out['model']}[/] on [bold]{out['device']}[/], {out['precision']} weights{experts}, "
                   f"{out['kv_precision']} KV cache, {out['runtime']} runtime, batch {out['batch_size']}, "
                   f"prompt {out['prompt_len']}, output {out['output_len']}")
