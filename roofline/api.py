@@ -685,11 +685,13 @@ def advise_serving(model: str, *, hw: str | None = None, gpu: str | None = None,
                    tpot_ms: float | None = None, ttft_ms: float | None = None,
                    plot: str | Path | None = None, force: bool = False, gpus: int = 1,
                    node: str | None = None, allreduce: str = "auto", lm_head: str = "split",
-                   transformers: str | None = None, quant_kernel: str = "fused") -> dict[str, Any]:
+                   transformers: str | None = None, quant_kernel: str = "fused",
+                   accumulate: str = "fp32") -> dict[str, Any]:
     """Concurrent sequences, weight precision and KV precision for the most tokens/s within the latency
     targets and memory, with reasons in numbers (the `advise --serve` document); on `gpus` tensor-parallel
     GPUs of a node when more than one; `transformers` the release whose eager generate runs (None: current);
-    `quant_kernel` the kernel of the int8/int4 candidates' products (`predict_serving`)."""
+    `quant_kernel` the kernel of the int8/int4 candidates' products and `accumulate` what their fp16 multiplies
+    accumulate in (`predict_serving`)."""
     from roofline.advise.serving import advise_serving as advise_request
     from roofline.model.llm_step import tensor_parallel_group
     from roofline.report.serving_doc import advice_dict
@@ -710,7 +712,7 @@ def advise_serving(model: str, *, hw: str | None = None, gpu: str | None = None,
         target = plot_path(str(plot), cfg.name, profile.name, force)
     advice = advise_request(cfg, profile, prompt_len, output_len, runtime, precision or "auto", kv_precision,
                             group_size, tpot_ms / 1e3 if tpot_ms else None, ttft_ms / 1e3 if ttft_ms else None, tp,
-                            release, quant_kernel)
+                            release, quant_kernel, accumulate)
     out = advice_dict(advice)
     if target is not None:
         from roofline.report.serving_plot import write_serving_plots

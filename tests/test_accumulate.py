@@ -80,3 +80,13 @@ def test_bad_accumulate_flags_are_one_line_errors(capsys):
                                              "--precision", "bf16", "--accumulate", "fp16")
     assert "serving a decoder language model" in run_error(capsys, "predict", "--model", "resnet50", "--gpu",
                                                            "rtx-4090", "--accumulate", "fp16")
+
+
+def test_serving_advice_sweeps_only_fp16_multiplies_when_they_accumulate_in_fp16(capsys):
+    argv = ("advise", "--model", "llama-3-8b", "--gpu", "rtx-4090", "--serve", "--runtime", "graph",
+            "--prompt-len", "2048", "--output-len", "64")
+    fp16_acc = run_json(capsys, *argv, "--accumulate", "fp16")
+    fp32_acc = run_json(capsys, *argv)
+    assert {r["precision"] for r in fp16_acc["sweep"]} == {"fp16", "int8", "int4"}
+    assert "bf16" in {r["precision"] for r in fp32_acc["sweep"]}
+    assert "accumulate in fp32" in run_error(capsys, *argv, "--accumulate", "fp16", "--precision", "fp8")

@@ -43,21 +43,23 @@ class ServingAdvice:
 
 
 def candidate_precisions(profile, requested: str, kv: str | None, group_size: int,
-                         quant_kernel: str = "fused") -> list[ServingPrecision]:
+                         quant_kernel: str = "fused", accumulate: str = "fp32") -> list[ServingPrecision]:
     """16-bit weights (bf16 where the device has it), fp8 where it has fp8 units, weight-only int8 and int4 (their
-    products run by `quant_kernel`); each with a 16-bit KV cache, and an fp8 one where the device has fp8."""
+    products run by `quant_kernel`); each with a 16-bit KV cache, and an fp8 one where the device has fp8. Products
+    accumulating in fp16 (`accumulate`) multiply fp16 operands: fp16 weights, or int8/int4 with fp16 activations."""
     def runs(name: str) -> bool:
         return compute_dtype_for(get_precision(name), profile) is not None
 
-    activation = activation_for(profile)
-    names = [activation, *(["fp8"] if runs("fp8") else []), "int8", "int4"]
+    activation = "fp16" if accumulate == "fp16" else activation_for(profile)
+    names = [activation, *(["fp8"] if runs("fp8") and accumulate == "fp32" else []), "int8", "int4"]
     if requested != "auto":
         names = [requested]
     kvs = [kv] if kv else ["fp16", *(["fp8"] if runs("fp8") else [])] if activation != "fp32" else ["fp32"]
     # an explicit precision takes the kernel as asked (serving_precision refuses it for a 16-bit or fp8 one);
     # the auto sweep gives it to its weight-only candidates only
     return [serving_precision(n, k, group_size, activation,
-                              quant_kernel=quant_kernel if requested != "auto" or n in ("int8", "int4") else "fused")
+                              quant_kernel=quant_kernel if requested != "auto" or n in ("int8", "int4") else "fused",
+                              accumulate=accumulate)
             for n in names for k in kvs]
 
 
@@ -89,12 +91,12 @@ def advise_serving(cfg: DecoderConfig, profile, prompt: int, output: int, runtim
                    precision: str = "auto", kv: str | None = None, group_size: int = 128,
                    tpot_s: float | None = None, ttft_s: float | None = None,
                    tp: TensorParallel | None = None, release: TransformersRelease = CURRENT,
-                   quant_kernel: str = "fused") -> ServingAdvice:
+                   quant_kernel: str = "fused", accumulate: str = "fp32") -> ServingAdvice:
     capacity = profile.memory.capacity_bytes.value
     is_gpu = profile.kind == "gpu"
     sweep: list[tuple[ServingPrediction, bool]] = []
     limits: dict[str, int] = {}
-    for prec in candidate_precisions(profile, precision, kv, group_size, quant_kernel):
+    for prec in candidate_precisions(profile, precision, kv, group_size, quant_kernel, accumulate):
         limit = max_batch(cfg, prec, prompt, output, capacity, is_gpu, tp, release)
         limits[f"{prec.name}/{prec.kv_name}"] = limit
         for b in _batches(limit):

@@ -28,10 +28,6 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
                             "(FlashAttention, SDPA, TensorRT-LLM's XQA; default); per-head runs a block per query "
                             "head, each loading its KV head (TensorRT-LLM v0.5-0.6's masked MHA, and v0.7-0.9's "
                             "where query heads per KV head are neither 1 nor 8)")
-        g.add_argument("--accumulate", default="fp32", choices=["fp32", "fp16"],
-                       help="what the products' fp16 multiplies accumulate in: fp32 (PyTorch, vLLM, TensorRT-LLM; "
-                            "default) or fp16 (llama.cpp's cuBLAS path, ExLlama, TinyChat), up to twice as fast on "
-                            "a GeForce board; implies fp16 activations")
         g.add_argument("--expert-precision", choices=["bf16", "fp16"],
                        help="a mixture of experts' weights and products in this 16-bit type, the rest at "
                             "--precision (TensorRT-LLM up to v0.9's MoE plugin has no fp8 path)")
@@ -42,6 +38,10 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
                         "cores, as llama.cpp builds before mid-2024 forced it), dequant (a 16-bit copy of the "
                         "weights first, then cuBLAS: llama.cpp's prompt path on Volta, and on every tensor-core "
                         "GPU before mid-2024)")
+    g.add_argument("--accumulate", default="fp32", choices=["fp32", "fp16"],
+                   help="what the products' fp16 multiplies accumulate in: fp32 (PyTorch, vLLM, TensorRT-LLM; "
+                        "default) or fp16 (llama.cpp's cuBLAS path, ExLlama, TinyChat), up to twice as fast on a "
+                        "GeForce board; implies fp16 activations")
     g.add_argument("--transformers", metavar="X.Y",
                    help="with --runtime eager: the transformers release whose generate runs (e.g. 4.35: eager "
                         "attention before 4.36, grouped K/V repeated per head before 4.54, the prompt's logits "
@@ -101,7 +101,7 @@ def run_advise(args: argparse.Namespace) -> int:
                              group_size=args.group_size, runtime=args.runtime or "eager", tpot_ms=args.tpot_ms,
                              ttft_ms=args.ttft_ms, plot=args.plot, force=args.force, gpus=_gpus(args),
                              node=args.node, lm_head=args.lm_head, transformers=args.transformers,
-                             quant_kernel=args.quant_kernel)
+                             quant_kernel=args.quant_kernel, accumulate=args.accumulate)
     if args.json:
         print_json(out)
         return 0
