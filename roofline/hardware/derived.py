@@ -205,16 +205,13 @@ def ridge_points(peaks: dict[str, float], bandwidth_bytes_per_s: float) -> dict[
 def memory_levels(profile: Profile) -> list[tuple[str, float, float]]:
     """(level, total capacity bytes, bandwidth bytes/s) from the fastest cache to DRAM.
 
-    Measured bandwidths replace derived ones when the profile carries a calibration, and a published read
-    measurement (`Cache.read_bandwidth_bytes_per_s`) the per-cycle figure otherwise. Levels without a
+    Measured bandwidths replace derived ones when the profile carries a calibration. Levels without a
     bandwidth figure are left out: the cost model cannot use a level whose speed it does not know.
     """
     measured = {m.level: m.bandwidth_bytes_per_s for m in (profile.measured.caches if profile.measured else [])}
     levels: list[tuple[str, float, float]] = []
     for c in profile.caches:
         bw = measured.get(c.level)
-        if bw is None and c.read_bandwidth_bytes_per_s is not None:
-            bw = c.read_bandwidth_bytes_per_s.value
         if bw is None:
             derived = cache_bandwidth(profile, c.level)
             bw = derived.value if derived else None

@@ -94,12 +94,7 @@ class Cache(_Strict):
     """How many cores (CPU) or SMs (GPU) share one instance; total = size x units / shared_by."""
     line_bytes: Count = 64
     bandwidth_bytes_per_cycle: PositiveFigure | None = None
-    """Bytes per clock cycle one instance delivers (load bandwidth), where published: the ceiling a tiled product's
-    operand panels are re-read through (`Ceilings.l2_panel_bytes_per_s`) and, without a read measurement, the
-    level's rate."""
-    read_bandwidth_bytes_per_s: PositiveFigure | None = None
-    """The whole level's rate measured by a streaming read kernel on this chip, where published: what an op whose
-    tensors the level holds streams at. Not a tiled product's panel ceiling, which the per-cycle figure gives."""
+    """Bytes per clock cycle one instance delivers (load bandwidth), where published."""
 
 
 class Memory(_Strict):

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from roofline.errors import RooflineError
-from roofline.hardware.derived import cache_bandwidth, matrix_peak, memory_levels, ridge_point, vector_peak
+from roofline.hardware.derived import matrix_peak, memory_levels, ridge_point, vector_peak
 from roofline.hardware.runtime import EAGER_CUDA, load_runtime
 from roofline.hardware.schema import Figure, GpuProfile, MeasuredConvPoint, Profile
 from roofline.model.cpu_runtime.runtime import CpuRuntime, recorded_runtime
@@ -85,10 +86,6 @@ class Ceilings:
     """GPU: the share of its priced rate a TF32 product with both operands stored across its reduction runs at
     (the runtime profile's measurement; 1 without a runtime)."""
     levels: tuple[Level, ...] = ()
-    l2_panel_bytes_per_s: float | None = None
-    """GPU: the rate a tiled product's operand panels are re-read through L2 between output tiles (this machine's
-    measured L2 where calibrated, else the published per-cycle figure; None where neither exists, as on boards
-    whose L2 has only a streaming read measurement, `Cache.read_bandwidth_bytes_per_s`)."""
     dispatch_s: float = 0.0
     dispatch_s_by_kind: dict[str, float] = field(default_factory=dict)
     """Measured host time per call by `op.kernel` or `op.kind`; `dispatch_s` for kinds not measured."""
@@ -112,6 +109,11 @@ class Ceilings:
     @property
     def dram(self) -> Level:
         return self.levels[-1]
+
+    @cached_property
+    def l2(self) -> Level | None:
+        """The level named L2, looked up once: the cost model asks for it in every op's pass."""
+        return next((lv for lv in self.levels if lv.name == "L2"), None)
 
     @property
     def peak_flops_per_s(self) -> float:
@@ -428,15 +430,6 @@ def fp16_accumulate_rate(profile: Profile, fp32_accumulate: float) -> tuple[floa
     return fp32_accumulate * ratio, "fp16 accumulation, the datasheet's ratio to fp32 accumulation"
 
 
-def _l2_panel_rate(profile: Profile) -> float | None:
-    """`Ceilings.l2_panel_bytes_per_s`: this machine's measured L2, else the published per-cycle figure."""
-    measured = {m.level: m.bandwidth_bytes_per_s for m in (profile.measured.caches if profile.measured else [])}
-    if "L2" in measured:
-        return measured["L2"]
-    derived = cache_bandwidth(profile, "L2")
-    return derived.value if derived else None
-
-
 def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = EAGER_CUDA,
                  accumulate: str = "fp32") -> Ceilings:
     """Resolve the ceilings for one precision on one device (measured where calibrated). On a GPU without a
@@ -537,8 +530,7 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
         conv_efficiency_fits=fit_conv_efficiencies(measured.conv_efficiency_points) if measured else {},
         conv_fixed_s=dict(measured.conv_fixed_s) if measured else {},
         conv_fixed_warm_s=dict(measured.conv_fixed_warm_s) if measured else {},
-        kernel_bytes_per_s=kernel_rates, tf32_across_share=across, levels=levels,
-        l2_panel_bytes_per_s=_l2_panel_rate(profile) if is_gpu else None, dispatch_s=dispatch,
+        kernel_bytes_per_s=kernel_rates, tf32_across_share=across, levels=levels, dispatch_s=dispatch,
         dispatch_s_by_kind=dispatch_by_kind,
         page_fault_bytes_per_s=measured.page_fault_bytes_per_s if measured and not is_gpu else None,
         cpu_runtime=recorded_runtime(measured.environment) if measured and not is_gpu else None,

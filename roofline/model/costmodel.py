@@ -280,7 +280,7 @@ def _winograd_s(op: Op, pass_: str, path: str, ctx: CostContext) -> _Winograd | 
     compute_s, _, _, panel = gemm_compute_s(plan.products, c.vector_flops_per_s, ctx, TILE_DEPTH_OVERHEAD)
     product_bytes, transform_bytes = plan.product_elements * element, plan.transform_elements * element
     operands_s = product_bytes / _level_for(c.levels, product_bytes, True).bandwidth_bytes_per_s
-    products_s = max(compute_s, operands_s, panel / c.l2_panel_bytes_per_s if c.l2_panel_bytes_per_s else 0.0)
+    products_s = max(compute_s, operands_s, panel / c.l2.bandwidth_bytes_per_s if c.l2 else 0.0)
     transform_level = _level_for(c.levels, transform_bytes, True)
     transforms_s = transform_bytes / transform_level.bandwidth_bytes_per_s
     seconds = products_s + transforms_s
@@ -310,9 +310,9 @@ def _memory_s(op: Op, has_views: bool, pass_: str, ctx: CostContext, act_bytes: 
             notes.append(Note("native kernel", "the model's own parameters are 16-bit (model.half()), so PyTorch "
                               "runs this BatchNorm on its native kernels: cuDNN's takes a 16-bit input only with "
                               "fp32 scale and shift; autocast, or BatchNorm layers kept in fp32, keeps cuDNN's"))
-    panel_rate = c.l2_panel_bytes_per_s
-    if panel_rate and l2_bytes / panel_rate > memory_s:
-        memory_s = l2_bytes / panel_rate
+    l2 = c.l2
+    if l2 is not None and l2_bytes / l2.bandwidth_bytes_per_s > memory_s:
+        memory_s = l2_bytes / l2.bandwidth_bytes_per_s
         level_name = "L2"
     return memory_s, level_name
 

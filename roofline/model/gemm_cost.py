@@ -161,7 +161,7 @@ def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext, depth_overhead
     m, n, k, count = int(view.m), int(view.n), int(view.k), int(view.count)
     if min(m, n, k, count) <= 0:
         return 0.0, (0, 0), 1, 0.0
-    l2_bytes_per_s = c.l2_panel_bytes_per_s if c.is_gpu else None
+    l2_bytes_per_s = c.l2.bandwidth_bytes_per_s if c.is_gpu and c.l2 is not None else None
     tiles = c.tiles
     if simt and c.is_gpu and m <= GEMV_MAX_ROWS:
         tiles = tuple(sorted({(m, tn) for _, tn in tiles}))
