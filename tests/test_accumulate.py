@@ -90,3 +90,12 @@ def test_serving_advice_sweeps_only_fp16_multiplies_when_they_accumulate_in_fp16
     assert {r["precision"] for r in fp16_acc["sweep"]} == {"fp16", "int8", "int4"}
     assert "bf16" in {r["precision"] for r in fp32_acc["sweep"]}
     assert "accumulate in fp32" in run_error(capsys, *argv, "--accumulate", "fp16", "--precision", "fp8")
+
+
+def test_hw_show_lists_the_fp16_accumulate_peak_where_the_whitepaper_gives_it(capsys):
+    def figure(gpu: str) -> list[float]:
+        return [r["value"] for r in run_json(capsys, "hw", "show", gpu)["derived"]
+                if r["name"] == "fp16_accumulate_tensor_flops_per_s"]
+
+    assert figure("rtx-4090") == [pytest.approx(330.3e12)]  # the Ada whitepaper's fp16-accumulate figure
+    assert figure("a100") == []

@@ -143,6 +143,17 @@ def matrix_peak(profile: Profile, dtype: str) -> Derived | None:
                    "FLOP/s", profile.peak_flops_per_s.get(dtype))
 
 
+def fp16_accumulate_peak(profile: Profile) -> Derived | None:
+    """A GeForce board's fp16 tensor peak with fp16 accumulation, where its whitepaper gives one apart from the fp32
+    accumulation figure (`TensorCore.fp16_accumulate_dense_flops_per_s`)."""
+    tc = profile.tensor_cores.get("fp16") if isinstance(profile, GpuProfile) else None
+    if tc is None or tc.fp16_accumulate_dense_flops_per_s is None:
+        return None
+    figure = tc.fp16_accumulate_dense_flops_per_s
+    return Derived("fp16_accumulate_tensor_flops_per_s", "tensor_dense_flops_per_s_fp16_accumulate",
+                   {"tensor_dense_flops_per_s_fp16_accumulate": Term(figure.value, "FLOP/s")}, "FLOP/s", figure)
+
+
 def peak_flops(profile: Profile) -> dict[str, float]:
     """The best FLOP/s per dtype the device offers on any path (what `hw show` calls peak_flops)."""
     peaks: dict[str, float] = {}

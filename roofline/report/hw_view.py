@@ -20,6 +20,7 @@ def derived_figures(profile: Profile) -> list[d.Derived]:
     rows: list[d.Derived | None] = [d.memory_bandwidth(profile)]
     for dtype in DTYPES:
         rows += [d.vector_peak(profile, dtype), d.matrix_peak(profile, dtype)]
+    rows.append(d.fp16_accumulate_peak(profile))
     rows.append(d.compute_bytes_per_s(profile))
     rows += [d.cache_bandwidth(profile, c.level) for c in profile.caches]
     return [r for r in rows if r is not None]
