@@ -99,3 +99,11 @@ def test_hw_show_lists_the_fp16_accumulate_peak_where_the_whitepaper_gives_it(ca
 
     assert figure("rtx-4090") == [pytest.approx(330.3e12)]  # the Ada whitepaper's fp16-accumulate figure
     assert figure("a100") == []
+
+
+def test_serving_advice_on_a_geforce_board_says_what_fp16_accumulation_would_do(capsys):
+    argv = ("advise", "--model", "llama-3-8b", "--serve", "--runtime", "graph", "--prompt-len", "2048",
+            "--output-len", "64", "--precision", "int4")
+    geforce = [r for r in run_json(capsys, *argv, "--gpu", "rtx-4090")["reasons"] if "accumulated in fp16" in r]
+    assert len(geforce) == 1 and "285 TFLOP/s against 166" in geforce[0]
+    assert not [r for r in run_json(capsys, *argv, "--gpu", "a100")["reasons"] if "accumulated in fp16" in r]

@@ -14,7 +14,7 @@ from typing import Any
 
 from roofline.advise.track_record import serving_quotes
 from roofline.errors import DoesNotFit
-from roofline.model.ceilings import compute_dtype_for
+from roofline.model.ceilings import ceilings_for, compute_dtype_for
 from roofline.model.llm_precision import ServingPrecision, activation_for, serving_precision
 from roofline.model.llm_step import ServingPrediction, TensorParallel, predict_serving, serving_memory
 from roofline.workload.llm.config import DecoderConfig
@@ -111,6 +111,8 @@ def advise_serving(cfg: DecoderConfig, profile, prompt: int, output: int, runtim
     best = max(ok, key=lambda p: (p.tokens_per_s, -p.batch)) if ok else None
     shown = best or sweep[0][0]
     reasons, numbers = _reasons(cfg, shown, limits, tpot_s, ttft_s, ok)
+    if (faster := _fp16_accumulate_reason(cfg, profile, shown, runtime, tp, release)) is not None:
+        reasons.append(faster)
     records, device = serving_quotes(shown)
     reasons += [r["text"] for r in [*(records or {}).values(), *([device] if device else [])]]
     return ServingAdvice(cfg.name, profile.name, prompt, output, runtime, best, limits, sweep, reasons, numbers,
@@ -175,6 +177,30 @@ def _reasons(cfg: DecoderConfig, p: ServingPrediction, limits: dict[str, int], t
     if (tpot_s or ttft_s) and not ok:
         reasons.append("No configuration meets the latency targets: the smallest batch's TTFT/TPOT exceed them.")
     return reasons, numbers
+
+
+def _fp16_accumulate_reason(cfg: DecoderConfig, profile, p: ServingPrediction, runtime: str,
+                            tp: TensorParallel | None, release: TransformersRelease) -> str | None:
+    """On a board whose fp16 products run faster accumulated in fp16 (`ceilings.fp16_accumulate_rate`), what an
+    engine that accumulates so would do to the recommended configuration's first token, where it is 5% or more."""
+    prec = p.precision
+    if prec.accumulate != "fp32" or prec.name not in ("bf16", "fp16", "int8", "int4"):
+        return None
+    fp32_acc = ceilings_for(profile, get_precision("fp16")).matrix_flops_per_s
+    fp16_acc = ceilings_for(profile, get_precision("fp16"), accumulate="fp16").matrix_flops_per_s
+    if not fp32_acc or not fp16_acc or fp16_acc < 1.05 * fp32_acc:
+        return None
+    name = "fp16" if prec.name == "bf16" else prec.name
+    faster = serving_precision(name, prec.kv_name, prec.group_size, "fp16", quant_kernel=prec.quant_kernel,
+                               accumulate="fp16")
+    q = predict_serving(cfg, profile, faster, p.batch, p.prompt_len, p.output_len, runtime, tp, release=release)
+    if q.ttft_s > 0.95 * p.ttft_s:
+        return None
+    return (f"On this board fp16 products accumulated in fp16 run at {fp16_acc / 1e12:.0f} TFLOP/s against "
+            f"{fp32_acc / 1e12:.0f} with the fp32 accumulation PyTorch, vLLM and TensorRT-LLM use: an engine that "
+            f"accumulates in fp16 (ExLlama, TinyChat) would take the first token from {p.ttft_s * 1e3:.0f} to "
+            f"{q.ttft_s * 1e3:.0f} ms at batch {p.batch} in {name} (`--accumulate fp16`). llama.cpp asks cuBLAS for "
+            "fp16 accumulation too, but its published prompts do not show the gain (benchmarks/LOG.md).")
 
 
 def cache_copy_bytes(cfg: DecoderConfig, p: ServingPrediction) -> float:
