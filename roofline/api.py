@@ -616,12 +616,10 @@ def _serving_precision(profile: Profile, precision: str | None, kv_precision: st
                        experts: str | None = None, quant_kernel: str = "fused", accumulate: str = "fp32") -> Any:
     """The requested weight precision (default: bf16 where the device has it, else fp16, else fp32; fp16 when
     the products accumulate in fp16)."""
-    from roofline.model.llm_precision import activation_for, serving_precision
+    from roofline.model.llm_precision import activation_for, default_precision, serving_precision
 
-    activation = activation_for(profile)
-    default = "fp16" if accumulate == "fp16" else activation
-    return serving_precision(precision or default, kv_precision, group_size, activation, experts, quant_kernel,
-                             accumulate)
+    return serving_precision(precision or default_precision(profile, accumulate), kv_precision, group_size,
+                             activation_for(profile), experts, quant_kernel, accumulate)
 
 
 def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None, cpu: str | None = None,

@@ -15,7 +15,7 @@ from typing import Any
 from roofline.advise.track_record import serving_quotes
 from roofline.errors import DoesNotFit
 from roofline.model.ceilings import ceilings_for, compute_dtype_for
-from roofline.model.llm_precision import ServingPrecision, activation_for, serving_precision
+from roofline.model.llm_precision import ServingPrecision, default_precision, serving_precision
 from roofline.model.llm_step import ServingPrediction, TensorParallel, predict_serving, serving_memory
 from roofline.workload.llm.config import DecoderConfig
 from roofline.workload.llm.phases import Layout, kv_cache_bytes_per_token, prefill, unfused_bytes
@@ -50,7 +50,7 @@ def candidate_precisions(profile, requested: str, kv: str | None, group_size: in
     def runs(name: str) -> bool:
         return compute_dtype_for(get_precision(name), profile) is not None
 
-    activation = "fp16" if accumulate == "fp16" else activation_for(profile)
+    activation = default_precision(profile, accumulate)
     names = [activation, *(["fp8"] if runs("fp8") and accumulate == "fp32" else []), "int8", "int4"]
     if requested != "auto":
         names = [requested]

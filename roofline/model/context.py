@@ -46,7 +46,6 @@ class CostContext:
     """How much more each layer call costs the host than the per-call figures say: the runtime profile's
     training factor in a GPU training step (autograd's recording and backward engine), else 1."""
 
-
     def kernel_rate(self, kernel: str, suffix: str = "") -> tuple[str, float | None]:
         """(key, measured rate) of a kernel (`kernel` + `suffix`, e.g. 'norm:train' + ':backward') as this context
         runs it: for activations not in channels_last the framework's own kernel first where the model's

@@ -127,6 +127,12 @@ def activation_for(profile: Profile) -> str:
     return next((n for n in ("bf16", "fp16") if compute_dtype_for(get_precision(n), profile)), "fp32")
 
 
+def default_precision(profile: Profile, accumulate: str = "fp32") -> str:
+    """The 16-bit type served weights and activations take when none is asked for (`activation_for`), fp16 where
+    the products accumulate in fp16: only fp16 multiplies do (`ServingPrecision.accumulate`)."""
+    return "fp16" if accumulate == "fp16" else activation_for(profile)
+
+
 def serving_precision(name: str, kv: str | None = None, group_size: int = DEFAULT_GROUP_SIZE,
                       activation: str = "bf16", experts: str | None = None,
                       quant_kernel: str = "fused", accumulate: str = "fp32") -> ServingPrecision:
