@@ -13,11 +13,13 @@ script measures each of those on the device, inside captured graphs so that no h
   across copies that together exceed L2 twice, so every product reads its weight from DRAM as a decode does;
 - `int4`: the same products through PyTorch's tinygemm int4 kernel (`torch._weight_int4pack_mm`, torchao's
   and gpt-fast's int4 weight-only path), groups of 32 and 128;
+- `attention`: SDPA of one query token per sequence over a KV cache (a decode step's attention) for batches,
+  contexts, grouped or full KV heads and each SDPA backend, caches rotated past L2, seconds and cache bytes/s;
 - `step`: a whole Llama-3-8B-shaped decode step (32 layers, GQA, RoPE, SDPA over a KV cache, SwiGLU, lm_head,
   argmax) in plain PyTorch ops, captured in one graph at several batches and contexts, timed per replay, with
   its kernels' device time by name from the profiler; and prefills of the same model the same way.
 
-    python benchmarks/gpu_decode_kernels.py --out decode-kernels.json [--sections floors,ramp,skinny,int4,step]
+    python benchmarks/gpu_decode_kernels.py --out decode-kernels.json [--sections floors,ramp,skinny,attention]
 
 Weights are random (timing does not depend on values); nothing is downloaded. Writes one JSON document,
 rewritten after each section, so a run stopped at its limit returns what it measured.
@@ -52,6 +54,10 @@ gate-up, lm_head) and a small one."""
 SKINNY_ROWS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 INT4_ROWS = (1, 4, 16, 32, 64)
 LLAMA3_8B = dict(hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336, layers=32, vocab=128256)
+ATTENTION_BATCHES = (1, 8, 64)
+ATTENTION_CONTEXTS = (512, 4096)
+ATTENTION_KV_HEADS = (8, 32)
+"""Llama-3-8B's grouped KV heads (8 for 32 query heads) and Llama-2-7B's full ones, head dimension 128."""
 STEP_CASES = [(1, 1, 512), (8, 1, 512), (32, 1, 512), (64, 1, 512), (8, 1, 2048), (64, 1, 2048),
               (1, 512, 0), (1, 2048, 0), (8, 512, 0)]
 """(batch, tokens, context): decode steps (one token against a cache of `context`) like the tenth held-out
@@ -202,6 +208,49 @@ def int4(deadline: float) -> list[dict[str, Any]]:
     return rows
 
 
+def attention(deadline: float) -> list[dict[str, Any]]:
+    """Decode attention (q: batch x 32 heads x 1 x 128) over bf16 caches, per SDPA backend, inside a graph."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backends = {"default": None, "flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+                "efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}
+    rows: list[dict[str, Any]] = []
+    for batch in ATTENTION_BATCHES:
+        for context in ATTENTION_CONTEXTS:
+            for kv in ATTENTION_KV_HEADS:
+                if time.time() > deadline:
+                    rows.append({"skipped": [batch, context, kv], "why": "budget"})
+                    continue
+                cache_bytes = 2 * batch * kv * context * 128 * 2
+                q = torch.randn(batch, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
+                caches = _rotated(lambda b=batch, kv=kv, c=context: (
+                    torch.randn(b, kv, c, 128, device="cuda", dtype=torch.bfloat16),
+                    torch.randn(b, kv, c, 128, device="cuda", dtype=torch.bfloat16)), cache_bytes)
+                for name, backend in backends.items():
+                    def body(q=q, caches=caches, kv=kv, backend=backend) -> None:
+                        for k, v in caches:
+                            if backend is None:
+                                F.scaled_dot_product_attention(q, k, v, enable_gqa=kv != 32)
+                            else:
+                                with sdpa_kernel(backend):
+                                    F.scaled_dot_product_attention(q, k, v, enable_gqa=kv != 32)
+                    try:
+                        t = graph_time(body, min_s=0.03)["median_s"] / len(caches)
+                    except RuntimeError as exc:
+                        rows.append({"batch": batch, "context": context, "kv_heads": kv, "backend": name,
+                                     "error": str(exc)[:160]})
+                        continue
+                    rows.append({"batch": batch, "context": context, "kv_heads": kv, "heads": 32, "head_dim": 128,
+                                 "backend": name, "copies": len(caches), "s_per_call": t,
+                                 "cache_bytes_per_s": cache_bytes / t})
+                del caches
+                torch.cuda.empty_cache()
+        print("attention", batch, flush=True)
+    return rows
+
+
 class LlamaForward:
     """One forward of a Llama-shaped model as plain PyTorch ops (HF transformers' eager Llama), either a decode
     step (one token per sequence against a KV cache of `context` positions, written in place at a fixed
@@ -320,7 +369,7 @@ def step(deadline: float) -> list[dict[str, Any]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--sections", default="floors,ramp,skinny,int4,step")
+    parser.add_argument("--sections", default="floors,ramp,skinny,int4,attention,step")
     parser.add_argument("--budget-s", type=float, default=240.0)
     args = parser.parse_args()
     start = time.time()
@@ -333,7 +382,8 @@ def main() -> int:
 
     runs: list[tuple[str, Callable[[], Any]]] = [
         ("floors", floors), ("ramp", ramp), ("skinny", lambda: skinny(start + args.budget_s * 0.45)),
-        ("int4", lambda: int4(start + args.budget_s * 0.6)), ("step", lambda: step(start + args.budget_s))]
+        ("int4", lambda: int4(start + args.budget_s * 0.55)),
+        ("attention", lambda: attention(start + args.budget_s * 0.7)), ("step", lambda: step(start + args.budget_s))]
     for name, fn in runs:
         if name not in sections:
             continue

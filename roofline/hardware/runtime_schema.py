@@ -91,6 +91,17 @@ class Factor(_Strict):
     note: str = ""
 
 
+class StreamingProducts(_Strict):
+    """How a matrix product of fewer rows than the smallest GEMM tile runs (a decode step's: it streams its
+    weight once and does little arithmetic with it): a fixed time per product on top of its bytes, which stream
+    at a share of the profile's sustained DRAM rate. The share may exceed 1: the sustained rate is a Triad's (two
+    reads, one write), and a weight is only read."""
+
+    source: str = Field(min_length=1)
+    fixed_s: float = Field(ge=0, allow_inf_nan=False)
+    stream_share: float = Field(gt=0, le=2, allow_inf_nan=False)
+
+
 class RuntimeProfile(_Strict):
     name: str
     kind: Literal["runtime"]
@@ -104,5 +115,6 @@ class RuntimeProfile(_Strict):
     """How much more a layer call costs the host in a training step than in inference (autograd's recording
     and backward engine), measured."""
     tf32_operands_across_share: Factor
+    streaming_products: StreamingProducts
     """The rate a TF32 product whose two operands are both stored across its reduction (a weight gradient)
     runs at, as a share of what the cost model prices the same product at, measured."""

@@ -97,6 +97,11 @@ class Ceilings:
     layout_conversion_bytes_per_s: dict[str, float] = field(default_factory=dict)
     """CPU: measured NCHW <-> blocked conversion rate, 'cache' and 'dram' (see Measured)."""
     launch_s: float = 0.0
+    streaming_fixed_s: float = 0.0
+    """GPU: the fixed time of a product of fewer rows than a GEMM tile, added to its weight's streaming time
+    (`roofline.model.gemm_cost.streams_weight`; the runtime profile's measurement)."""
+    streaming_share: float = 1.0
+    """GPU: the share of the DRAM level's rate at which such a product streams its weight."""
     sync_s: float = 0.0
     host_link_bytes_per_s: float | None = None
     host_link_pageable_bytes_per_s: float | None = None
@@ -504,10 +509,11 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
         dispatch_by_kind, kernel_rates = runtime_figures(runtime, levels, precision.storage_bytes, cycles,
                                                          lanes_per_sm)
         provenance["dispatch_s"] = provenance["kernel_rates"] = runtime_provenance(runtime)
-    across = 1.0
+    across, streaming = 1.0, None
     if isinstance(profile, GpuProfile) and runtime:
-        across = load_runtime(runtime).tf32_operands_across_share.value
-        provenance["tf32_across_share"] = runtime_provenance(runtime)
+        figures = load_runtime(runtime)
+        across, streaming = figures.tf32_operands_across_share.value, figures.streaming_products
+        provenance["tf32_across_share"] = provenance["streaming_products"] = runtime_provenance(runtime)
     units = int(profile.compute.sm_count.value) if isinstance(profile, GpuProfile) else int(
         profile.compute.cores.value * profile.compute.sockets)
     is_gpu = isinstance(profile, GpuProfile)
@@ -536,7 +542,8 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
         cpu_runtime=recorded_runtime(measured.environment) if measured and not is_gpu else None,
         layout_conversion_bytes_per_s=dict(measured.layout_conversion_bytes_per_s) if measured and not is_gpu
         else {},
-        launch_s=launch, sync_s=sync, host_link_bytes_per_s=link,
+        launch_s=launch, streaming_fixed_s=streaming.fixed_s if streaming else 0.0,
+        streaming_share=streaming.stream_share if streaming else 1.0, sync_s=sync, host_link_bytes_per_s=link,
         host_link_pageable_bytes_per_s=pageable, provenance=provenance,
         datasheet={"dram_bandwidth": profile.memory.bandwidth_bytes_per_s.value,
                    **({"matrix_flops_per_s": matrix.value} if matrix else {})},

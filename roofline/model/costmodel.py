@@ -51,6 +51,7 @@ from roofline.model.gemm_cost import (
     gemm_rate,
     kernel_fixed_s,
     skinny_gemm_rate,
+    streams_weight,
     tile_depth_overhead,
 )
 from roofline.model.notes import Note
@@ -291,13 +292,15 @@ def _winograd_s(op: Op, pass_: str, path: str, ctx: CostContext) -> _Winograd | 
 
 
 def _memory_s(op: Op, has_views: bool, pass_: str, ctx: CostContext, act_bytes: float, w_bytes: float,
-              weight_level: Level, l2_bytes: float, notes: list[Note]) -> tuple[float, str]:
+              weight_level: Level, l2_bytes: float, notes: list[Note], weight_share: float = 1.0) -> tuple[float, str]:
     """(seconds, level) of the traffic: activations from the smallest level holding the op's working set,
-    weights from `weight_level` (the one holding the step between two uses); a measured kernel rate or the
+    weights from `weight_level` (the one holding the step between two uses) at `weight_share` of its rate (a
+    product that streams its weight from DRAM: `Ceilings.streaming_share`); a measured kernel rate or the
     GEMM panels' L2 traffic where either is slower."""
     c = ctx.ceilings
     act_level = _level_for(c.levels, act_bytes + w_bytes, c.is_gpu)
-    memory_s = act_bytes / act_level.bandwidth_bytes_per_s + w_bytes / weight_level.bandwidth_bytes_per_s
+    memory_s = (act_bytes / act_level.bandwidth_bytes_per_s
+                + w_bytes / (weight_level.bandwidth_bytes_per_s * weight_share))
     level_name = act_level.name if act_bytes >= w_bytes else weight_level.name
     key, kernel_rate = ctx.kernel_rate(op.kernel, op.kernel_key(pass_)[len(op.kernel):]) if not has_views \
         else ("", None)
@@ -356,8 +359,12 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     cold_weight = w_bytes > 0 and weight_level is c.levels[-1]
     compute_s, l2_bytes, path = _compute_s(op, views, pass_, ctx, flops, call_s, slow2d, notes, cold_weight)
     transpose_s = _transpose_s(op, ctx, path, read_bytes, written_bytes, notes)
+    streaming = bool(views) and all(streams_weight(op, v, c) for v in views)
     memory_s, level_name = _memory_s(op, bool(views), pass_, ctx, act_bytes, w_bytes, weight_level, l2_bytes,
-                                   notes)
+                                   notes, c.streaming_share if streaming and cold_weight else 1.0)
+    if streaming:
+        # a product that streams its weight pays its kernels' fixed time on top of the stream (`streams_weight`)
+        memory_s += c.streaming_fixed_s * len(views)
     host_s = call_s * launches * ctx.host_call_factor
     launch_s = c.launch_s * launches if c.is_gpu else 0.0
     conversion_s = layout_conversion_s(op, pass_, act_bytes, ctx, onednn)

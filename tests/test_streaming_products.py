@@ -1,0 +1,83 @@
+"""A decode step's matrix products (`roofline.model.gemm_cost.streams_weight`) against what cuBLAS measured on two
+GPUs this project was lent: y = x W^T over cold weights in a CUDA graph, one row of bf16 activations, microseconds
+(benchmarks/results/gpu-decode-kernels-h100.json and -h200.json, skinny section, m = 1):
+
+| W (out x in) | weight | H100 80GB HBM3 | H200 |
+|---|---:|---:|---:|
+| 4096 x 4096 | 33.6 MB | 16.2 | 13.4 |
+| 6144 x 4096 | 50.3 MB | 21.0 | 16.9 |
+| 14336 x 4096 | 117.4 MB | 42.8 | 31.0 |
+| 4096 x 14336 | 117.4 MB | 44.9 | 32.1 |
+| 28672 x 4096 | 234.9 MB | 83.2 | 57.1 |
+| 128256 x 4096 | 1050.7 MB | 370.2 | 240.8 |
+
+The sustained (Triad) rate alone, with the launch as a floor, priced every one of them too fast: 14336 x 4096 on
+the H100 at 117.4 MB / 2.97 TB/s = 39.5 us against 42.8.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from roofline.hardware import find_profile
+from roofline.model.ceilings import ceilings_for
+from roofline.model.context import CostContext
+from roofline.model.costmodel import op_cost
+from roofline.model.gemm_cost import streams_weight
+from roofline.workload.ops import Linear
+from roofline.workload.precision import get_precision
+
+MEASURED_US = {
+    "h100-sxm5-80gb": {(4096, 4096): 16.2, (6144, 4096): 21.0, (14336, 4096): 42.8, (4096, 14336): 44.9,
+                       (28672, 4096): 83.2, (128256, 4096): 370.2},
+    "h200-sxm-141gb": {(4096, 4096): 13.4, (6144, 4096): 16.9, (14336, 4096): 31.0, (4096, 14336): 32.1,
+                       (28672, 4096): 57.1, (128256, 4096): 240.8},
+}
+STEP_WEIGHTS_BYTES = 16e9
+"""A decode step reads every weight once (Llama-3-8B in bf16): none of them is still in L2 when it comes round."""
+
+
+def _context(profile: str) -> CostContext:
+    p = get_precision("bf16")
+    return CostContext(ceilings_for(find_profile(profile, kind="gpu"), p), p.storage_bytes, p.storage_bytes,
+                       weight_reuse_bytes=STEP_WEIGHTS_BYTES)
+
+
+def _decode(out_features: int, in_features: int, batch: int = 1) -> Linear:
+    return Linear("w", batch=batch, in_features=in_features, out_features=out_features)
+
+
+@pytest.mark.parametrize("profile", sorted(MEASURED_US))
+def test_decode_products_take_the_measured_time(profile):
+    ctx = _context(profile)
+    for (n, k), measured_us in MEASURED_US[profile].items():
+        predicted_us = op_cost(_decode(n, k), "forward", ctx).device_s * 1e6
+        assert predicted_us == pytest.approx(measured_us, rel=0.12), (n, k)
+
+
+@pytest.mark.parametrize("profile", sorted(MEASURED_US))
+def test_the_sustained_rate_alone_was_too_fast(profile):
+    ctx = _context(profile)
+    dram = ctx.ceilings.dram.bandwidth_bytes_per_s
+    errors = sorted(max(2 * n * k / dram, ctx.ceilings.launch_s) * 1e6 / measured_us - 1
+                    for (n, k), measured_us in MEASURED_US[profile].items())
+    assert errors[len(errors) // 2] < -0.05
+
+
+def test_the_fixed_time_adds_to_the_stream():
+    # 14336 x 4096 bf16 on the H100: 117,440,512 B / (1.09 x 2.97 TB/s) = 36.28 us, plus 5.7 us fixed = 41.98 us,
+    # plus the row read and written (8192 + 28672 B, 0.01 us)
+    ctx = _context("h100-sxm5-80gb")
+    cost = op_cost(_decode(14336, 4096), "forward", ctx)
+    assert ctx.ceilings.streaming_fixed_s == pytest.approx(5.7e-6)
+    assert cost.memory_s == pytest.approx(5.7e-6 + 117_440_512 / (1.09 * 2.97e12), rel=1e-3)
+
+
+def test_only_products_narrower_than_a_tile_stream():
+    c = _context("h100-sxm5-80gb").ceilings
+    for rows, streams in ((1, True), (32, True), (63, True), (64, False), (512, False)):
+        op = _decode(4096, 4096, batch=rows)
+        assert streams_weight(op, op.gemm_views("forward")[0], c) is streams, rows
+    cpu = ceilings_for(find_profile("xeon-platinum-8380", kind="cpu"), get_precision("fp32"))
+    op = _decode(4096, 4096)
+    assert not streams_weight(op, op.gemm_views("forward")[0], cpu)
