@@ -92,3 +92,50 @@ def test_advise_prices_the_quantised_candidates_with_the_kernel(capsys):
     assert ttft(mmq, "int4") != ttft(fused, "int4")
     assert ttft(mmq, "bf16") == ttft(fused, "bf16")
     assert "int8/int4" in run_error(capsys, *argv, "--precision", "bf16", "--quant-kernel", "mmq")
+
+
+TINYGEMM_US = {
+    # PyTorch's int4 kernel (torch._weight_int4pack_mm) on the lent H100 and H200, group 128, 14336 x 4096 weight,
+    # rows -> us (benchmarks/results/gpu-decode-kernels-h100.json and -h200.json, int4 section)
+    "h100-sxm5-80gb": {1: 17.8, 4: 24.9, 16: 67.3, 32: 131.3, 64: 255.5},
+    "h200-sxm-141gb": {1: 18.4, 4: 25.6, 16: 69.6, 32: 135.4, 64: 263.5},
+}
+
+
+@pytest.mark.parametrize("gpu", sorted(TINYGEMM_US))
+def test_tinygemm_takes_the_measured_time(gpu):
+    c = ceilings_for(find_profile(gpu), get_precision("bf16"))
+    prec = serving_precision("int4", activation="bf16", quant_kernel="tinygemm")
+    for rows, measured_us in TINYGEMM_US[gpu].items():
+        op = Linear("mlp.gate", batch=1, in_features=4096, out_features=14336, bias=False, tokens=rows)
+        ctx = CostContext(c, 2, prec.linear_weight_bytes)  # type: ignore[arg-type]
+        cost = weight_only_cost(op_cost(op, "forward", ctx), op, prec, c, ctx)
+        assert cost.device_s * 1e6 == pytest.approx(measured_us, rel=0.22), rows
+
+
+def test_tinygemm_grows_with_every_row():
+    """3.75 us + 4096 x 14336 x (0.5 + 4 / 128) B / 2.97 TB/s = 3.75 + 10.51 us, plus 2 x 4096 x 14336 FLOP a row at
+    119 FLOP per SM-cycle x 132 SMs x 1.98 GHz = 3.78 us a row: 64 rows 256 us, where the fused pricing streams the
+    same weight in about 15."""
+    c = ceilings_for(find_profile("h100-sxm5-80gb"), get_precision("bf16"))
+    prec = serving_precision("int4", activation="bf16", quant_kernel="tinygemm")
+    op = Linear("mlp.gate", batch=1, in_features=4096, out_features=14336, bias=False, tokens=64)
+    ctx = CostContext(c, 2, prec.linear_weight_bytes)  # type: ignore[arg-type]
+    cost = weight_only_cost(op_cost(op, "forward", ctx), op, prec, c, ctx)
+    stream_s = 3.75e-6 + 4096 * 14336 * (0.5 + 4 / 128) / c.dram.bandwidth_bytes_per_s
+    rows_s = 64 * 2 * 4096 * 14336 / (119 * c.sm_cycles_per_s)
+    assert cost.device_s == pytest.approx(stream_s + rows_s)
+    assert c.sm_cycles_per_s == pytest.approx(132 * 1.98e9, rel=0.01)
+    assert cost.bound == "compute"
+    fused = _priced("fused", 64, "h100-sxm5-80gb")[3]
+    assert fused.device_s < cost.device_s / 10
+
+
+def test_tinygemm_is_an_int4_kernel(capsys):
+    with pytest.raises(RooflineError, match="int4"):
+        serving_precision("int8", quant_kernel="tinygemm")
+    argv = ("predict", "--model", "llama-3-8b", "--gpu", "h100", "--precision", "int4", "--prompt-len", "512",
+            "--output-len", "16", "--runtime", "graph", "--batch", "32")
+    fused, tiny = run_json(capsys, *argv), run_json(capsys, *argv, "--quant-kernel", "tinygemm")
+    assert tiny["quant_kernel"] == "tinygemm"
+    assert tiny["tpot_s"] > 2 * fused["tpot_s"]

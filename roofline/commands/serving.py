@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from roofline.commands.common import print_json
+from roofline.model.llm_precision import QUANT_KERNELS
 
 
 def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
@@ -31,13 +32,14 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
         g.add_argument("--expert-precision", choices=["bf16", "fp16"],
                        help="a mixture of experts' weights and products in this 16-bit type, the rest at "
                             "--precision (TensorRT-LLM up to v0.9's MoE plugin has no fp8 path)")
-    g.add_argument("--quant-kernel", default="fused", choices=["fused", "mmq", "mmq-dp4a", "dequant"],
+    g.add_argument("--quant-kernel", default="fused", choices=list(QUANT_KERNELS),
                    help="int8/int4 weight-only products of more than 8 rows: fused (dequantised in registers: "
-                        "gpt-fast, Marlin, AWQ, TensorRT-LLM; default), mmq (llama.cpp's 8-bit integer kernels, "
-                        "its prompt path on Turing and later and on Pascal), mmq-dp4a (the same without tensor "
-                        "cores, as llama.cpp builds before mid-2024 forced it), dequant (a 16-bit copy of the "
-                        "weights first, then cuBLAS: llama.cpp's prompt path on Volta, and on every tensor-core "
-                        "GPU before mid-2024)")
+                        "Marlin, AWQ, TensorRT-LLM; default), tinygemm (PyTorch's int4 kernel, gpt-fast's and "
+                        "torchao's, at any number of rows: measured, slower than bf16 from about 16 rows), mmq "
+                        "(llama.cpp's 8-bit integer kernels, its prompt path on Turing and later and on Pascal), "
+                        "mmq-dp4a (the same without tensor cores, as llama.cpp builds before mid-2024 forced it), "
+                        "dequant (a 16-bit copy of the weights first, then cuBLAS: llama.cpp's prompt path on "
+                        "Volta, and on every tensor-core GPU before mid-2024)")
     g.add_argument("--accumulate", default="fp32", choices=["fp32", "fp16"],
                    help="what the products' fp16 multiplies accumulate in: fp32 (PyTorch, vLLM, TensorRT-LLM; "
                         "default) or fp16 (llama.cpp's cuBLAS path, ExLlama, TinyChat), up to twice as fast on a "

@@ -28,10 +28,12 @@ DEFAULT_GROUP_SIZE = 128
 
 KV_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 
-QUANT_KERNELS = ("fused", "mmq", "mmq-dp4a", "dequant")
+QUANT_KERNELS = ("fused", "tinygemm", "mmq", "mmq-dp4a", "dequant")
 """How a weight-only int8/int4 product of more than a few rows runs (`llm_step.weight_only_cost`):
-- fused: one GEMM kernel that dequantises each weight tile in registers and multiplies in 16 bits (gpt-fast's and
-  PyTorch's tinygemm, Marlin, AWQ, TensorRT-LLM's weight-only kernels);
+- fused: one GEMM kernel that dequantises each weight tile in registers and multiplies in 16 bits (Marlin, AWQ,
+  TensorRT-LLM's weight-only kernels), priced from the weight's bytes and the dequantisation's arithmetic;
+- tinygemm: PyTorch's int4 kernel (`torch._weight_int4pack_mm`: gpt-fast's and torchao's int4 weight-only path,
+  at any number of rows), priced as it was measured (`llm_step.TINYGEMM_FLOP_PER_SM_CYCLE`);
 - mmq: llama.cpp's quantised matrix multiplication, which quantises the activations to 8 bits as well and
   multiplies 8-bit integers (ggml-cuda/mmq.cuh), on int8 tensor cores where the GPU has them, else with dp4a:
   what its CUDA backend runs for a prompt on Turing and later GPUs since PR #8062 (2024-06) and on Pascal;
@@ -150,6 +152,8 @@ def serving_precision(name: str, kv: str | None = None, group_size: int = DEFAUL
     if quant_kernel != "fused" and key not in DEQUANT_FLOPS_PER_WEIGHT:
         raise RooflineError(f"--quant-kernel {quant_kernel} runs weight-only int8/int4 products; "
                             f"--precision {key} has none")
+    if quant_kernel == "tinygemm" and key != "int4":
+        raise RooflineError(f"--quant-kernel tinygemm runs int4 weights; use --precision int4, not {key}")
     if group_size < 1:
         raise RooflineError(f"--group-size must be a positive integer, got {group_size}")
     if accumulate not in ACCUMULATIONS:

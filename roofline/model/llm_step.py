@@ -228,6 +228,33 @@ their cycles unpacking 4-bit blocks and applying each block's scales on the CUDA
 clock rather than with the tensor cores' rate."""
 
 
+TINYGEMM_FIXED_S = 3.75e-6
+TINYGEMM_FLOP_PER_SM_CYCLE = 119.0
+"""PyTorch's int4 kernel (`torch._weight_int4pack_mm`, aten/src/ATen/native/cuda/int4mm.cu), as measured on a lent
+H100 and H200 (benchmarks/results/gpu-decode-kernels-h100.json and -h200.json, int4 section: six Llama-3-8B weight
+shapes at group 128 and one at group 32, 1 to 64 rows of bf16 activations, packed weights rotated past L2, inside a
+CUDA graph; 70 points): its time is `TINYGEMM_FIXED_S` plus the packed weight and its scales at the sustained DRAM
+rate plus every row's products at this many FLOP per SM-cycle (31 TFLOP/s on either machine's 132 SMs at
+1.98 GHz), the least median |error| over both machines: 3.4%, worst 28%. The rows' term grows with each row, not
+with its 16-row mma tiles: 14336 x 4096 took 17.8, 24.9, 67.3, 131.3 and 255.5 us at 1, 4, 16, 32 and 64 rows on
+the H100, where a bf16 cuBLAS product of the same weight took 42.8 to 44.8 us. So an int4 model served by it is
+faster than bf16 at a few sequences and slower from about 16; the `fused` kernel's pricing put those 64 rows at
+12 us."""
+
+
+def _tinygemm(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings) -> OpCost:
+    """The product as PyTorch's tinygemm runs it (`TINYGEMM_FLOP_PER_SM_CYCLE`): its fixed time and the packed
+    weight's stream, then its rows' arithmetic, one after the other."""
+    weight_bytes = float(op.traffic("forward").weights_read) * prec.linear_weight_bytes
+    stream_s = TINYGEMM_FIXED_S + weight_bytes / c.dram.bandwidth_bytes_per_s
+    rows_s = float(op.flops("forward")) / (TINYGEMM_FLOP_PER_SM_CYCLE * c.sm_cycles_per_s)
+    note = Note("dequantization", f"PyTorch's tinygemm int4 kernel: {stream_s * 1e6:.3g} us streaming, "
+                                  f"{rows_s * 1e6:.3g} us for {op.rows} rows at {TINYGEMM_FLOP_PER_SM_CYCLE:.0f} "
+                                  "FLOP per SM-cycle (measured)")
+    return replace(cost, compute_s=rows_s, memory_s=stream_s, device_s=stream_s + rows_s,
+                   bound="compute" if rows_s >= stream_s else "memory:DRAM", notes=(*cost.notes, note))
+
+
 def weight_only_cost(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings, ctx: CostContext,
                      int8_mma: bool = True) -> OpCost:
     """A weight-only int8/int4 product as `prec.quant_kernel` runs it (`llm_precision.QUANT_KERNELS`): fused
@@ -235,6 +262,8 @@ def weight_only_cost(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilin
     (`_dequantise_first`). Products of a few rows stream their weights with a matrix-vector kernel whichever it
     is (up to `GEMV_MAX_ROWS`: llama.cpp's mmvq). `int8_mma`: the GPU has int8 tensor cores
     (`OpUnits.int8_mma`), which MMQ uses, else dp4a."""
+    if prec.quant_kernel == "tinygemm":
+        return _tinygemm(cost, op, prec, c)
     if prec.quant_kernel == "fused" or op.rows <= GEMV_MAX_ROWS:
         return _dequant(cost, op, prec, c)
     if prec.quant_kernel == "dequant":
@@ -407,7 +436,7 @@ def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: 
     if runtime not in RUNTIMES:
         raise RooflineError(f"unknown runtime '{runtime}'; choose one of {', '.join(RUNTIMES)}")
     if prec.quant_kernel != "fused" and profile.kind != "gpu":
-        raise RooflineError(f"--quant-kernel {prec.quant_kernel} names a CUDA kernel of llama.cpp's; on a CPU drop it")
+        raise RooflineError(f"--quant-kernel {prec.quant_kernel} names a CUDA kernel; on a CPU drop it")
     if release != CURRENT and (runtime != "eager" or static_cache is not None or decode_attention != "grouped"):
         raise RooflineError(f"--transformers {release.label} prices transformers' eager generate: use it with "
                             "--runtime eager, without --static-cache or --decode-attention per-head")
