@@ -359,11 +359,11 @@ def op_cost(op: Op, pass_: str, ctx: CostContext) -> OpCost:
     cold_weight = w_bytes > 0 and weight_level is c.levels[-1]
     compute_s, l2_bytes, path = _compute_s(op, views, pass_, ctx, flops, call_s, slow2d, notes, cold_weight)
     transpose_s = _transpose_s(op, ctx, path, read_bytes, written_bytes, notes)
-    streaming = bool(views) and all(streams_weight(op, v, c) for v in views)
+    streaming = bool(views) and streams_weight(op, c, cold_weight)
     memory_s, level_name = _memory_s(op, bool(views), pass_, ctx, act_bytes, w_bytes, weight_level, l2_bytes,
-                                   notes, c.streaming_share if streaming and cold_weight else 1.0)
+                                   notes, c.streaming_share if streaming else 1.0)
     if streaming:
-        # a product that streams its weight pays its kernels' fixed time on top of the stream (`streams_weight`)
+        # a product that streams its weight from DRAM pays its kernels' fixed time on top (`streams_weight`)
         memory_s += c.streaming_fixed_s * len(views)
     host_s = call_s * launches * ctx.host_call_factor
     launch_s = c.launch_s * launches if c.is_gpu else 0.0

@@ -134,29 +134,27 @@ def kernel_fixed_s(op: Op, view: GemmView, ctx: CostContext) -> float:
     weight, whose fixed time the launch floor already prices (the graph-captured decode rows of
     benchmarks/published/llm-serving.yaml: adding it to the tile model's time there made gpt-fast's batch-1
     decode on 8 GPUs 19% too slow). That product's own fixed time was later measured on an H100, with no host in
-    the time: `Ceilings.streaming_fixed_s` (`streams_weight`), which `costmodel.op_cost` adds to its streaming
-    time rather than to its arithmetic. Fused attention kernels (several products in one
+    the time: `Ceilings.streaming_fixed_s` (`streams_weight`), which `costmodel.op_cost` adds to its memory time
+    rather than to its arithmetic. Fused attention kernels (several products in one
     kernel) keep the floor only."""
     c = ctx.ceilings
-    if not c.is_gpu or not isinstance(op, (Gemm, Linear, Conv2d)) or streams_weight(op, view, c):
+    if (not c.is_gpu or not isinstance(op, (Gemm, Linear, Conv2d))
+            or min(int(view.m), int(view.n)) < min(min(tile) for tile in c.tiles)):
         return 0.0
-    return c.launch_s if min(int(view.m), int(view.n)) >= min(min(tile) for tile in c.tiles) else 0.0
+    return c.launch_s
 
 
-def streams_weight(op: Op, view: GemmView, c: Ceilings) -> bool:
-    """A GPU matrix product of fewer rows (or columns) than the smallest GEMM tile: a decode step's products,
-    which stream their weight once and do a few FLOP per byte of it. cuBLAS runs them with kernels whose time,
-    measured over cold weights inside CUDA graphs on an H100 and an H200 (benchmarks/gpu_decode_kernels.py,
-    skinny section: Llama-3-8B's product shapes, 8 MB to 1.05 GB, 1 to 32 rows), is a fixed time plus the weight
-    at a share of the sustained DRAM rate (`Ceilings.streaming_fixed_s`, `Ceilings.streaming_share`: the runtime
-    profile's `streaming_products`), which `costmodel.op_cost` adds to the product's memory time. The sustained
-    rate alone with the launch as a floor priced those products 16% too fast at the median on both machines (the
-    H100's k and v projections of 8.4 MB at 5.0 us against 8.1 measured)."""
-    return (c.is_gpu and isinstance(op, (Gemm, Linear)) and not isinstance(op, Conv2d)
-            and min(int(view.m), int(view.n)) < min(min(tile) for tile in c.tiles))
-
-
-
+def streams_weight(op: Op, c: Ceilings, cold_weight: bool) -> bool:
+    """A GPU matrix product whose weight comes from DRAM (`cold_weight`: a decode step reads every weight once),
+    which cuBLAS streams with kernels whose memory time, measured over cold weights inside CUDA graphs on an H100
+    and an H200 (benchmarks/gpu_decode_kernels.py, skinny section: Llama-3-8B's product shapes, 8 MB to 1.05 GB),
+    is a fixed time plus the weight at a share of the sustained DRAM rate (`Ceilings.streaming_fixed_s`,
+    `Ceilings.streaming_share`: the runtime profile's `streaming_products`, fitted on 1 to 32 rows), which
+    `costmodel.op_cost` takes as the product's memory time. The same line held at 64 and 128 rows (a tiled
+    product still bound by its weight), which were not fitted. The sustained rate alone with the launch as a floor
+    priced the fitted points 16% too fast at the median on both machines (the H100's k and v projections of
+    8.4 MB at 5.0 us against 8.1 measured)."""
+    return cold_weight and c.is_gpu and isinstance(op, (Gemm, Linear))
 
 
 def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext, depth_overhead: int = 0,
