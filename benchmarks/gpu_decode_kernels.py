@@ -15,6 +15,8 @@ script measures each of those on the device, inside captured graphs so that no h
   and gpt-fast's int4 weight-only path), groups of 32 and 128;
 - `attention`: SDPA of one query token per sequence over a KV cache (a decode step's attention) for batches,
   contexts, grouped or full KV heads and each SDPA backend, caches rotated past L2, seconds and cache bytes/s;
+- `compiled`: the same decode step compiled by torch.compile (inductor fuses the elementwise ops around the
+  products, which stay cuBLAS calls) and captured in one graph, as gpt-fast and vLLM's compiled runs are;
 - `step`: a whole Llama-3-8B-shaped decode step (32 layers, GQA, RoPE, SDPA over a KV cache, SwiGLU, lm_head,
   argmax) in plain PyTorch ops, captured in one graph at several batches and contexts, timed per replay, with
   its kernels' device time by name from the profiler; and prefills of the same model the same way.
@@ -321,6 +323,59 @@ class LlamaForward:
         return logits.argmax(-1)
 
 
+COMPILED_CASES = [(1, 512), (8, 512), (64, 512)]
+"""(batch, context) of the compiled decode steps."""
+
+
+def compiled(deadline: float) -> list[dict[str, Any]]:
+    """The decode step compiled by torch.compile (default mode: products stay cuBLAS calls, elementwise ops fuse
+    into Triton kernels) then captured in a graph: seconds per replay, kernels per step, compile seconds."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    rows: list[dict[str, Any]] = []
+    for batch, context in COMPILED_CASES:
+        if time.time() > deadline:
+            rows.append({"skipped": [batch, context], "why": "budget"})
+            continue
+        try:
+            with torch.no_grad():
+                forward = LlamaForward(LLAMA3_8B, batch, 1, context)
+                fn = torch.compile(forward.__call__, dynamic=False)
+                started = time.time()
+                fn()
+                torch.cuda.synchronize()
+                compile_s = time.time() - started
+                timed = graph_time(fn, min_s=0.1)
+                graph = torch.cuda.CUDAGraph()
+                fn()
+                with torch.cuda.graph(graph):
+                    fn()
+                graph.replay()
+                torch.cuda.synchronize()
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    for _ in range(3):
+                        graph.replay()
+                    torch.cuda.synchronize()
+            kernels = sorted(({"kernel": e.key[:140], "calls": e.count / 3,
+                               "device_s": e.self_device_time_total * 1e-6 / 3}
+                              for e in prof.key_averages() if e.self_device_time_total > 0),
+                             key=lambda e: -e["device_s"])
+            rows.append({"model": "llama-3-8b", "batch": batch, "tokens": 1, "context": context, "dtype": "bf16",
+                         "compile_s": compile_s, "step_s": timed["median_s"], "step_min_s": timed["min_s"],
+                         "step_max_s": timed["max_s"], "kernels": kernels[:40],
+                         "kernel_count": sum(e["calls"] for e in kernels),
+                         "kernel_device_s": sum(e["device_s"] for e in kernels)})
+            del graph, forward, fn
+        except Exception as exc:
+            # a compiler failure of any kind is recorded, and the other cases still run
+            rows.append({"batch": batch, "context": context, "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+        torch.cuda.empty_cache()
+        print("compiled", {k: rows[-1].get(k) for k in ("batch", "context", "step_s", "compile_s", "kernel_count",
+                                                        "error")}, flush=True)
+    return rows
+
+
 def step(deadline: float) -> list[dict[str, Any]]:
     """The captured forward per (batch, tokens, context): seconds per replay, and the profiler's kernels."""
     import torch
@@ -369,7 +424,7 @@ def step(deadline: float) -> list[dict[str, Any]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--sections", default="floors,ramp,skinny,int4,attention,step")
+    parser.add_argument("--sections", default="floors,ramp,skinny,int4,attention,step,compiled")
     parser.add_argument("--budget-s", type=float, default=240.0)
     args = parser.parse_args()
     start = time.time()
@@ -383,7 +438,8 @@ def main() -> int:
     runs: list[tuple[str, Callable[[], Any]]] = [
         ("floors", floors), ("ramp", ramp), ("skinny", lambda: skinny(start + args.budget_s * 0.45)),
         ("int4", lambda: int4(start + args.budget_s * 0.55)),
-        ("attention", lambda: attention(start + args.budget_s * 0.7)), ("step", lambda: step(start + args.budget_s))]
+        ("attention", lambda: attention(start + args.budget_s * 0.7)), ("step", lambda: step(start + args.budget_s)),
+        ("compiled", lambda: compiled(start + args.budget_s))]
     for name, fn in runs:
         if name not in sections:
             continue
