@@ -24,6 +24,9 @@ from roofline.model.ceilings import ceilings_for
 from roofline.model.context import CostContext
 from roofline.model.costmodel import op_cost
 from roofline.model.gemm_cost import streams_weight
+from roofline.model.llm_precision import serving_precision
+from roofline.model.llm_step import predict_serving
+from roofline.workload.llm.builtins import get_config
 from roofline.workload.ops import Linear
 from roofline.workload.precision import get_precision
 
@@ -96,3 +99,21 @@ def test_only_gpu_products_whose_weight_comes_from_dram_stream():
     assert not streams_weight(_decode(4096, 4096), c, cold_weight=False)
     cpu = ceilings_for(find_profile("xeon-platinum-8380", kind="cpu"), get_precision("fp32"))
     assert not streams_weight(_decode(4096, 4096), cpu, cold_weight=True)
+
+
+def test_weight_only_products_keep_their_library_s_kernels():
+    """int8/int4 weight-only products run their quantisation library's kernels, not cuBLAS: a Llama-2-7B decode
+    step in int4 (fused) prices its products from the packed weights at the DRAM rate, with no cuBLAS fixed time,
+    so their share of the step is the same whatever the measured cuBLAS figures are."""
+    cfg, hw = get_config("llama-2-7b"), find_profile("a100-sxm4-80gb", kind="gpu")
+    int4 = serving_precision("int4", activation="bf16")
+    bf16 = serving_precision("bf16")
+    priced = predict_serving(cfg, hw, int4, 1, 128, 2, "graph")
+    layers = {o.name: o for o, _ in priced.decode.costs}
+    gate = layers["mlp.gate"]
+    c = ceilings_for(hw, get_precision("bf16"))
+    # 4096 x 11008 weights at 0.5 + 4 / 128 bytes, from DRAM, no fixed time: about 14.1 us on an A100's 1.70 TB/s
+    assert gate.memory_s == pytest.approx(4096 * 11008 * (0.5 + 4 / 128) / c.dram.bandwidth_bytes_per_s, rel=0.02)
+    dense = {o.name: o for o, _ in predict_serving(cfg, hw, bf16, 1, 128, 2, "graph").decode.costs}["mlp.gate"]
+    assert dense.memory_s == pytest.approx(c.streaming_fixed_s + 4096 * 11008 * 2 / (
+        c.streaming_share * c.dram.bandwidth_bytes_per_s), rel=0.02)

@@ -342,7 +342,10 @@ def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, units: 
     """The phase's ops, each priced on its units (`OpUnits.for_op`), charged by the runtime and added up."""
     c = units.default
     act_bytes = prec.activation_bytes
-    linear_ctx = CostContext(c, act_bytes, prec.linear_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
+    # weight-only int8/int4 products run the quantisation library's own kernels, not cuBLAS, whose streaming
+    # was measured (`gemm_cost.streams_weight`): their weights stream at the DRAM level's rate, with no fixed time
+    linear_c = replace(c, streaming_fixed_s=0.0, streaming_share=1.0) if prec.weight_only else c
+    linear_ctx = CostContext(linear_c, act_bytes, prec.linear_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
     rt = RUNTIMES[runtime]
     charged: list[tuple[OpCost, int]] = []
     for step in phase.steps:
