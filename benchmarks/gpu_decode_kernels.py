@@ -323,6 +323,30 @@ class LlamaForward:
         return logits.argmax(-1)
 
 
+def replayed_forward(forward: Callable[[], Any], replays: int = 3) -> dict[str, Any]:
+    """A whole forward captured in one graph: seconds per replay (`graph_time`), then the kernels of `replays`
+    replays under the profiler, per replay, by device time."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    timed = graph_time(forward, min_s=0.1)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        forward()
+    graph.replay()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(replays):
+            graph.replay()
+        torch.cuda.synchronize()
+    kernels = sorted(({"kernel": e.key[:140], "calls": e.count / replays,
+                       "device_s": e.self_device_time_total * 1e-6 / replays}
+                      for e in prof.key_averages() if e.self_device_time_total > 0), key=lambda e: -e["device_s"])
+    return {"step_s": timed["median_s"], "step_min_s": timed["min_s"], "step_max_s": timed["max_s"],
+            "kernels": kernels[:40], "kernel_count": sum(e["calls"] for e in kernels),
+            "kernel_device_s": sum(e["device_s"] for e in kernels)}
+
+
 COMPILED_CASES = [(1, 512), (8, 512), (64, 512)]
 """(batch, context) of the compiled decode steps."""
 
@@ -331,7 +355,6 @@ def compiled(deadline: float) -> list[dict[str, Any]]:
     """The decode step compiled by torch.compile (default mode: products stay cuBLAS calls, elementwise ops fuse
     into Triton kernels) then captured in a graph: seconds per replay, kernels per step, compile seconds."""
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
     rows: list[dict[str, Any]] = []
     for batch, context in COMPILED_CASES:
@@ -346,27 +369,10 @@ def compiled(deadline: float) -> list[dict[str, Any]]:
                 fn()
                 torch.cuda.synchronize()
                 compile_s = time.time() - started
-                timed = graph_time(fn, min_s=0.1)
-                graph = torch.cuda.CUDAGraph()
-                fn()
-                with torch.cuda.graph(graph):
-                    fn()
-                graph.replay()
-                torch.cuda.synchronize()
-                with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                    for _ in range(3):
-                        graph.replay()
-                    torch.cuda.synchronize()
-            kernels = sorted(({"kernel": e.key[:140], "calls": e.count / 3,
-                               "device_s": e.self_device_time_total * 1e-6 / 3}
-                              for e in prof.key_averages() if e.self_device_time_total > 0),
-                             key=lambda e: -e["device_s"])
+                measured = replayed_forward(fn)
             rows.append({"model": "llama-3-8b", "batch": batch, "tokens": 1, "context": context, "dtype": "bf16",
-                         "compile_s": compile_s, "step_s": timed["median_s"], "step_min_s": timed["min_s"],
-                         "step_max_s": timed["max_s"], "kernels": kernels[:40],
-                         "kernel_count": sum(e["calls"] for e in kernels),
-                         "kernel_device_s": sum(e["device_s"] for e in kernels)})
-            del graph, forward, fn
+                         "compile_s": compile_s, **measured})
+            del forward, fn
         except Exception as exc:
             # a compiler failure of any kind is recorded, and the other cases still run
             rows.append({"batch": batch, "context": context, "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
@@ -379,7 +385,6 @@ def compiled(deadline: float) -> list[dict[str, Any]]:
 def step(deadline: float) -> list[dict[str, Any]]:
     """The captured forward per (batch, tokens, context): seconds per replay, and the profiler's kernels."""
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
     rows: list[dict[str, Any]] = []
     for batch, tokens, context in STEP_CASES:
@@ -389,30 +394,10 @@ def step(deadline: float) -> list[dict[str, Any]]:
         try:
             with torch.no_grad():
                 forward = LlamaForward(LLAMA3_8B, batch, tokens, context)
-                timed = graph_time(forward, min_s=0.1)
-                side = torch.cuda.Stream()
-                side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(side):
-                    forward()
-                torch.cuda.current_stream().wait_stream(side)
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    forward()
-                graph.replay()
-                torch.cuda.synchronize()
-                with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                    for _ in range(3):
-                        graph.replay()
-                    torch.cuda.synchronize()
-            kernels = sorted(({"kernel": e.key[:140], "calls": e.count / 3,
-                               "device_s": e.self_device_time_total * 1e-6 / 3}
-                              for e in prof.key_averages() if e.self_device_time_total > 0),
-                             key=lambda e: -e["device_s"])
+                measured = replayed_forward(forward)
             rows.append({"model": "llama-3-8b", "batch": batch, "tokens": tokens, "context": context, "dtype": "bf16",
-                         "step_s": timed["median_s"], "step_min_s": timed["min_s"], "step_max_s": timed["max_s"],
-                         "kernels": kernels[:40], "kernel_count": sum(e["calls"] for e in kernels),
-                         "kernel_device_s": sum(e["device_s"] for e in kernels)})
-            del graph, forward
+                         **measured})
+            del forward
         except (RuntimeError, TypeError) as exc:
             rows.append({"batch": batch, "tokens": tokens, "context": context, "error": str(exc)[:300]})
         torch.cuda.empty_cache()

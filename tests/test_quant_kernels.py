@@ -139,3 +139,17 @@ def test_tinygemm_is_an_int4_kernel(capsys):
     fused, tiny = run_json(capsys, *argv), run_json(capsys, *argv, "--quant-kernel", "tinygemm")
     assert tiny["quant_kernel"] == "tinygemm"
     assert tiny["tpot_s"] > 2 * fused["tpot_s"]
+
+
+def test_advise_gives_tinygemm_to_the_int4_candidates_only(capsys):
+    """`advise --serve --quant-kernel tinygemm`: the int4 candidates run it, the int8 ones (no int8 tinygemm) stay
+    fused, so their rows equal the default sweep's; an explicit int8 precision is refused."""
+    argv = ("advise", "--model", "llama-3-8b", "--gpu", "h100", "--serve", "--prompt-len", "512",
+            "--output-len", "64", "--runtime", "graph")
+    fused, tiny = run_json(capsys, *argv), run_json(capsys, *argv, "--quant-kernel", "tinygemm")
+
+    def tpot(doc, precision):
+        return next(r["tpot_s"] for r in doc["sweep"] if r["precision"] == precision and r["batch_size"] == 1)
+    assert tpot(tiny, "int8") == tpot(fused, "int8")
+    assert tpot(tiny, "int4") != tpot(fused, "int4")
+    assert "int4" in run_error(capsys, *argv, "--precision", "int8", "--quant-kernel", "tinygemm")

@@ -15,7 +15,7 @@ from typing import Any
 from roofline.advise.track_record import serving_quotes
 from roofline.errors import DoesNotFit
 from roofline.model.ceilings import ceilings_for, compute_dtype_for
-from roofline.model.llm_precision import ServingPrecision, default_precision, serving_precision
+from roofline.model.llm_precision import ServingPrecision, default_precision, kernel_runs, serving_precision
 from roofline.model.llm_step import ServingPrediction, TensorParallel, predict_serving, serving_memory
 from roofline.workload.llm.config import DecoderConfig
 from roofline.workload.llm.phases import Layout, kv_cache_bytes_per_token, prefill, unfused_bytes
@@ -56,10 +56,13 @@ def candidate_precisions(profile, requested: str, kv: str | None, group_size: in
         names = [requested]
     kvs = [kv] if kv else ["fp16", *(["fp8"] if runs("fp8") else [])] if activation != "fp32" else ["fp32"]
     # an explicit precision takes the kernel as asked (serving_precision refuses it for a 16-bit or fp8 one);
-    # the auto sweep gives it to its weight-only candidates only
-    return [serving_precision(n, k, group_size, activation,
-                              quant_kernel=quant_kernel if requested != "auto" or n in ("int8", "int4") else "fused",
-                              accumulate=accumulate)
+    # the auto sweep gives it to the weight-only candidates it runs (tinygemm: int4), the others run fused
+    def kernel(name: str) -> str:
+        if requested != "auto":
+            return quant_kernel
+        return quant_kernel if name in ("int8", "int4") and kernel_runs(quant_kernel, name) else "fused"
+
+    return [serving_precision(n, k, group_size, activation, quant_kernel=kernel(n), accumulate=accumulate)
             for n in names for k in kvs]
 
 

@@ -44,6 +44,15 @@ QUANT_KERNELS = ("fused", "tinygemm", "mmq", "mmq-dp4a", "dequant")
   for more than 32 (`MMQ_MAX_BATCH_SIZE`)."""
 
 
+INT4_ONLY_KERNELS = ("tinygemm",)
+"""Quantised-product kernels that take int4 weights only."""
+
+
+def kernel_runs(quant_kernel: str, precision: str) -> bool:
+    """Whether `quant_kernel` runs weight-only products of `precision` (tinygemm: int4 only)."""
+    return quant_kernel not in INT4_ONLY_KERNELS or precision == "int4"
+
+
 @dataclass(frozen=True)
 class ServingPrecision:
     """Weights' storage, the dtype the products run in, and the KV cache's storage."""
@@ -152,8 +161,8 @@ def serving_precision(name: str, kv: str | None = None, group_size: int = DEFAUL
     if quant_kernel != "fused" and key not in DEQUANT_FLOPS_PER_WEIGHT:
         raise RooflineError(f"--quant-kernel {quant_kernel} runs weight-only int8/int4 products; "
                             f"--precision {key} has none")
-    if quant_kernel == "tinygemm" and key != "int4":
-        raise RooflineError(f"--quant-kernel tinygemm runs int4 weights; use --precision int4, not {key}")
+    if not kernel_runs(quant_kernel, key):
+        raise RooflineError(f"--quant-kernel {quant_kernel} runs int4 weights; use --precision int4, not {key}")
     if group_size < 1:
         raise RooflineError(f"--group-size must be a positive integer, got {group_size}")
     if accumulate not in ACCUMULATIONS:
