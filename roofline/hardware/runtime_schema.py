@@ -92,10 +92,10 @@ class Factor(_Strict):
 
 
 class StreamingProducts(_Strict):
-    """How a matrix product of fewer rows than the smallest GEMM tile runs (a decode step's: it streams its
-    weight once and does little arithmetic with it): a fixed time per product on top of its bytes, which stream
-    at a share of the profile's sustained DRAM rate. The share may exceed 1: the sustained rate is a Triad's (two
-    reads, one write), and a weight is only read."""
+    """How cuBLAS runs a matrix product whose weight comes from DRAM (a decode step's: it streams its weight once
+    and does little arithmetic with it): a fixed time per product on top of its bytes, which stream at a share of
+    the profile's sustained DRAM rate. The share may exceed 1: the sustained rate is a Triad's (two reads, one
+    write), and a weight is only read."""
 
     source: str = Field(min_length=1)
     fixed_s: float = Field(ge=0, allow_inf_nan=False)

@@ -98,8 +98,8 @@ class Ceilings:
     """CPU: measured NCHW <-> blocked conversion rate, 'cache' and 'dram' (see Measured)."""
     launch_s: float = 0.0
     streaming_fixed_s: float = 0.0
-    """GPU: the fixed time of a product of fewer rows than a GEMM tile, added to its weight's streaming time
-    (`roofline.model.gemm_cost.streams_weight`; the runtime profile's measurement)."""
+    """GPU: the fixed time of a matrix product whose weight comes from DRAM, added to its weight's streaming time
+    (`roofline.model.gemm_cost.streams_weight`; the runtime profile's measurement of cuBLAS)."""
     streaming_share: float = 1.0
     """GPU: the share of the DRAM level's rate at which such a product streams its weight."""
     sync_s: float = 0.0
