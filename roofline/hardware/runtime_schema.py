@@ -115,6 +115,6 @@ class RuntimeProfile(_Strict):
     """How much more a layer call costs the host in a training step than in inference (autograd's recording
     and backward engine), measured."""
     tf32_operands_across_share: Factor
-    streaming_products: StreamingProducts
     """The rate a TF32 product whose two operands are both stored across its reduction (a weight gradient)
     runs at, as a share of what the cost model prices the same product at, measured."""
+    streaming_products: StreamingProducts

@@ -135,8 +135,7 @@ def kernel_fixed_s(op: Op, view: GemmView, ctx: CostContext) -> float:
     benchmarks/published/llm-serving.yaml: adding it to the tile model's time there made gpt-fast's batch-1
     decode on 8 GPUs 19% too slow). That product's own fixed time was later measured on an H100, with no host in
     the time: `Ceilings.streaming_fixed_s` (`streams_weight`), which `costmodel.op_cost` adds to its memory time
-    rather than to its arithmetic. Fused attention kernels (several products in one
-    kernel) keep the floor only."""
+    rather than to its arithmetic. Fused attention kernels (several products in one kernel) keep the floor only."""
     c = ctx.ceilings
     if (not c.is_gpu or not isinstance(op, (Gemm, Linear, Conv2d))
             or min(int(view.m), int(view.n)) < min(min(tile) for tile in c.tiles)):
@@ -153,7 +152,8 @@ def streams_weight(op: Op, c: Ceilings, cold_weight: bool) -> bool:
     `costmodel.op_cost` takes as the product's memory time. The same line held at 64 and 128 rows (a tiled
     product still bound by its weight), which were not fitted. The sustained rate alone with the launch as a floor
     priced the fitted points 16% too fast at the median on both machines (the H100's k and v projections of
-    8.4 MB at 5.0 us against 8.1 measured)."""
+    8.4 MB at 5.0 us against 8.1 measured). Weight-only int8/int4 products run their libraries' own kernels, not
+    cuBLAS: `llm_step.phase_cost` prices them without it."""
     return cold_weight and c.is_gpu and isinstance(op, (Gemm, Linear))
 
 
