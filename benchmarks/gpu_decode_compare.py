@@ -32,7 +32,8 @@ from roofline.workload.ops import Linear  # noqa: E402
 from roofline.workload.precision import get_precision  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
-MACHINES = {"H100 80GB HBM3": ("h100-sxm5-80gb", ["gpu-decode-kernels-h100.json", "gpu-decode-compiled-h100.json"]),
+MACHINES = {"H100 80GB HBM3": ("h100-sxm5-80gb", ["gpu-decode-kernels-h100.json", "gpu-decode-compiled-h100.json",
+                                                  "gpu-decode-check-h100.json"]),
             "H200": ("h200-sxm-141gb", ["gpu-decode-kernels-h200.json"])}
 STEP_WEIGHTS_BYTES = 16e9
 """A decode step reads every weight once: none is left in L2 when it comes round (Llama-3-8B in bf16)."""
@@ -49,12 +50,12 @@ def _summary(errors: list[float]) -> str:
             f"signed {statistics.median(errors):+.1%}, worst {max(errors, key=abs):+.1%}")
 
 
-def skinny_rows(profile: str, doc: dict[str, Any]) -> tuple[list[str], list[float]]:
+def skinny_rows(profile: str, doc: dict[str, Any], section: str = "skinny") -> tuple[list[str], list[float]]:
     p = get_precision("bf16")
     ctx = CostContext(ceilings_for(find_profile(profile, kind="gpu"), p), p.storage_bytes, p.storage_bytes,
                       weight_reuse_bytes=STEP_WEIGHTS_BYTES)
     lines, errors = [], []
-    for r in doc.get("skinny", []):
+    for r in doc.get(section, []):
         if "s_per_product" not in r:
             continue
         op = Linear("w", batch=r["m"], in_features=r["k"], out_features=r["n"])
@@ -65,10 +66,10 @@ def skinny_rows(profile: str, doc: dict[str, Any]) -> tuple[list[str], list[floa
     return lines, errors
 
 
-def int4_rows(profile: str, doc: dict[str, Any]) -> tuple[list[str], list[float]]:
+def int4_rows(profile: str, doc: dict[str, Any], section: str = "int4") -> tuple[list[str], list[float]]:
     c = ceilings_for(find_profile(profile, kind="gpu"), get_precision("bf16"))
     lines, errors = [], []
-    for r in doc.get("int4", []):
+    for r in doc.get(section, []):
         if "s_per_product" not in r:
             continue
         prec = serving_precision("int4", group_size=r["group"], activation="bf16", quant_kernel="tinygemm")
@@ -129,6 +130,18 @@ def main() -> int:
         out += ["### tinygemm int4 products (torch._weight_int4pack_mm), microseconds", "", _summary(int4_errors), "",
                 "| weight (out x in) | group | rows | measured | predicted | error |", "|---|---:|---:|---:|---:|---:|",
                 *int4, ""]
+        for doc in docs:
+            check, check_errors = skinny_rows(profile, doc, "skinny_check")
+            if check:
+                out += ["### Check, not fitted: cuBLAS products of Llama-2-7B's and 13B's shapes, microseconds", "",
+                        _summary(check_errors), "", "| weight (out x in) | rows | measured | predicted | error |",
+                        "|---|---:|---:|---:|---:|", *check, ""]
+            check, check_errors = int4_rows(profile, doc, "int4_check")
+            if check:
+                out += ["### Check, not fitted: tinygemm int4 products of Llama-2-7B's and 13B's shapes, "
+                        "microseconds", "", _summary(check_errors), "",
+                        "| weight (out x in) | group | rows | measured | predicted | error |",
+                        "|---|---:|---:|---:|---:|---:|", *check, ""]
         steps, step_errors = [], []
         for doc in docs:
             for section, what in (("step", "plain ops, captured"), ("compiled", "torch.compile, captured")):
