@@ -6,7 +6,8 @@ settings written beside it (torch and cuDNN versions, cudnn.benchmark, data alre
 optimizer), so predictions can be compared row by row. It writes one JSON document, rewritten after every
 section so that a run stopped at its time limit still returns what it measured.
 
-    python benchmarks/gpu_live.py --out gpu-live.json [--sections micro,zoo,half,launches,decode,llm] [--budget-s 480]
+    python benchmarks/gpu_live.py --out gpu-live.json [--sections micro,zoo,half,launches,grad,decode,llm]
+        [--budget-s 480]
 
 Timing: CUDA events around `steps` consecutive steps after warm-up (cuDNN autotuning happens there), the
 median over repeats; memory: torch's peak allocated and reserved bytes of the step.
@@ -248,11 +249,13 @@ def zoo_step(model: str, mode: str, precision: str, batch: int, data: str = "dev
 
 def build_step(model: str, mode: str, precision: str, batch: int, data: str = "device",
                layout: str | None = None, optimizer: str = "momentum",
-               seq_len: int | None = None) -> tuple[Callable[[], Any], dict[str, Any]]:
+               seq_len: int | None = None, grad: bool = False) -> tuple[Callable[[], Any], dict[str, Any]]:
     """The step as a callable, and the settings it runs under. precision 'fp16' is the model itself in
     16-bit (`model.half()` and a half input, no autocast, no GradScaler), as many published harnesses ran;
     layout None is channels-last for AMP CNNs and NCHW otherwise; optimizer 'none' is a training step
-    without an update (zero_grad, forward, loss, backward), as those harnesses timed it."""
+    without an update (zero_grad, forward, loss, backward), as those harnesses timed it; grad runs an
+    inference forward with autograd recording (no `torch.no_grad()`), as harnesses written for PyTorch 0.4
+    and earlier did."""
     import torch
     import torch.nn.functional as F
 
@@ -295,7 +298,7 @@ def build_step(model: str, mode: str, precision: str, batch: int, data: str = "d
         module.eval()
 
         def step() -> Any:
-            with torch.no_grad(), torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+            with torch.set_grad_enabled(grad), torch.autocast("cuda", dtype=torch.float16, enabled=amp):
                 return module(inputs())
     elif optimizer == "none":
         module.train()
@@ -322,7 +325,7 @@ def build_step(model: str, mode: str, precision: str, batch: int, data: str = "d
 
     return step, {"model": model, "mode": mode, "precision": precision, "batch": batch, "data": data,
                   "channels_last": channels_last, "seq_len": seq,
-                  "optimizer": optimizer if mode == "train" else None}
+                  "optimizer": optimizer if mode == "train" else None, "grad": grad if mode == "inference" else None}
 
 
 BREAKDOWN_CASES = [("bert-base", "train", "amp", 32), ("bert-base", "train", "tf32", 32),
@@ -333,7 +336,7 @@ BREAKDOWN_CASES = [("bert-base", "train", "amp", 32), ("bert-base", "train", "tf
 PROFILED_STEPS = 5
 
 
-def breakdown(deadline: float) -> list[dict[str, Any]]:
+def breakdown(deadline: float, models: set[str] | None = None) -> list[dict[str, Any]]:
     """Where a step's time goes: torch.profiler's device (kernel) self time and host self time per aten op,
     over PROFILED_STEPS steps after warm-up, beside the step's wall time; a device busy for less than the
     wall time means the host (Python and dispatch) sets the pace."""
@@ -341,6 +344,8 @@ def breakdown(deadline: float) -> list[dict[str, Any]]:
 
     rows: list[dict[str, Any]] = []
     for case in BREAKDOWN_CASES:
+        if models is not None and case[0] not in models:
+            continue
         if time.time() > deadline:
             rows.append({"skipped": list(case), "why": "budget"})
             continue
@@ -557,6 +562,37 @@ LAUNCH_CASES: list[Case] = [
     *[("resnet50", "train", p, 1, layout, "none", None) for p, layout in (("fp32", "nchw"), ("fp16", "nchw"),
                                                                           ("amp", "nhwc"))],
 ]
+GRAD_CASES: list[tuple[str, int, str]] = [
+    # (model, batch, data): fp32 inference forwards, each timed with autograd off and on; batch 1 where the host
+    # sets the pace, 32 where the device does, and inputs copied from pageable memory as a DataLoader loop does
+    *[(m, 1, "device") for m in ("resnet50", "resnet18", "vgg16", "mobilenetv3-large", "bert-base", "mlp")],
+    ("resnet50", 32, "device"), ("vgg16", 32, "device"), ("resnet50", 1, "pageable"), ("resnet50", 32, "pageable"),
+]
+
+
+def grad_mode(deadline: float) -> list[dict[str, Any]]:
+    """GRAD_CASES with autograd recording off (`torch.no_grad()`) and on: queued between CUDA events (the
+    device's pace) and each forward between synchronizes on the wall clock (the host's issue time where it
+    sets the pace), so an inference harness that never disabled autograd can be priced."""
+    import torch
+
+    rows: list[dict[str, Any]] = []
+    for model, batch, data in GRAD_CASES:
+        for grad in (False, True):
+            if time.time() > deadline:
+                rows.append({"skipped": [model, batch, data, grad], "why": "budget"})
+                continue
+            try:
+                step, settings = build_step(model, "inference", "fp32", batch, data, layout="nchw", grad=grad)
+                t = cuda_time(step, min_s=0.3, warmup=5)
+                rows.append({**settings, "step_s": t["median_s"], "synced_step_s": synced_step_s(step)})
+            except (RuntimeError, ValueError) as exc:
+                rows.append({"case": [model, batch, data, grad], "error": str(exc)[:300]})
+            torch.cuda.empty_cache()
+            print("grad", {k: v for k, v in rows[-1].items() if not isinstance(v, (list, dict))}, flush=True)
+    return rows
+
+
 RUNTIME_CALL_PREFIXES = ("cuda", "cu")
 """Profiler events of the CUDA runtime and driver APIs the host calls (cudaLaunchKernel, cuLaunchKernelEx,
 cudaMemcpyAsync, ...): the launches a step's host pays for, counted apart from the framework's own ops."""
@@ -783,7 +819,10 @@ def main() -> int:
         doc["host"] = host_phases(start + args.budget_s)
         save()
     if "breakdown" in sections:
-        doc["breakdown"] = breakdown(start + args.budget_s * 0.5)
+        doc["breakdown"] = breakdown(start + args.budget_s * 0.5, models)
+        save()
+    if "grad" in sections:
+        doc["grad"] = grad_mode(start + args.budget_s)
         save()
     if "decode" in sections:
         doc["decode"] = decode_breakdown(start + args.budget_s)
