@@ -375,21 +375,44 @@ def runtime_provenance(runtime: str) -> str:
     return f"{RUNTIME_PROVENANCE} (measured on {load_runtime(runtime).measured_on})"
 
 
+KERNEL_OVERLAP_EXPONENT = 2.0
+"""How a non-GEMM kernel's memory time and its instruction time combine: time = (memory^p + issue^p)^(1/p).
+p = 1 would add them (no overlap), p -> infinity take the larger (full overlap, a sharp roofline). Fitted on
+an H100 and an H200, which have the same SMs at the same clock and 1.42x apart in copy rate, so a kernel's
+issue time is the same on both and only its memory time moves: over BatchNorm, LayerNorm, softmax, dropout,
+max pooling and GELU in fp32 and fp16 (16 kernels), H100 rates carried to the H200 give signed median errors of
++6.7 / +2.0 / -0.3 / -2.9 / -7.5% at p = 1 / 1.5 / 2 / 2.5 / 6, and -9% with the sharp bound
+(benchmarks/results/kernel-carry.md)."""
+
+
+def carried_kernel_rate(share: float, dram: float, issue_scale: float,
+                        exponent: float = KERNEL_OVERLAP_EXPONENT) -> float:
+    """Bytes per second of a kernel on another GPU, from its rate on the reference machine as a `share` of that
+    machine's copy rate: the kernel moves its bytes at this GPU's DRAM rate (`dram`), and the rest of its
+    reference time, which the reference machine's copy rate does not explain, is issue time (instructions,
+    latency its warps do not hide), scaled by this GPU's SM-cycles (or fp32 lane-cycles) against the
+    reference's: `issue_scale` is that ratio times the reference copy rate. The two combine by
+    `exponent` (`KERNEL_OVERLAP_EXPONENT`; infinity takes the larger); on the reference machine the formula gives
+    back the measured rate."""
+    if math.isinf(exponent):
+        return min(dram, share * issue_scale) if share < 1.0 else dram
+    issue = max(share ** -exponent - 1.0, 0.0) ** (1.0 / exponent) / issue_scale
+    return ((1.0 / dram) ** exponent + issue ** exponent) ** (-1.0 / exponent)
+
+
 def runtime_figures(runtime: str, levels: tuple[Level, ...], element_bytes: int, sm_cycles_per_s: float,
                     fp32_lanes_per_sm: int) -> tuple[dict[str, float], dict[str, float]]:
     """(host seconds per layer call by kind, kernel streaming rates by kernel key) of eager PyTorch on a GPU
     that has no calibration of its own, from the measured runtime profile (`roofline.hardware.runtime`): the
-    host costs as measured, each kernel's rate under two bounds, the lower of which applies: its measured share
-    of the copy rate times this GPU's DRAM level (what its access pattern gets out of memory), and its measured
-    rate per SM-cycle times this GPU's SMs x clock (`sm_cycles_per_s`: what its instructions and the latency its
-    warps hide allow). A kernel that reached 48% of the H100's copy rate is taken to reach no more of another
-    board's, nor more per SM-cycle: on an H200 (the same 132 SMs at the same clock, 1.4x the bandwidth) it runs at
-    the H100's rate, on a V100 (far fewer SM-cycles, far less bandwidth) at its share of the V100's copy rate.
-    A kernel bound by its instructions on the H100 (`KernelRates.element_bound_shares`: the same elements per
-    second over fp32 and fp16) is carried the other way: its rate per fp32 lane-cycle times this GPU's lane-cycles,
-    as far as the share its access pattern reached over fp32 of this GPU's DRAM allows. BatchNorm in eval over
+    host costs as measured, and each kernel's rate carried by `carried_kernel_rate`: its bytes at this GPU's DRAM
+    level, its issue time by this GPU's SMs x clock (`sm_cycles_per_s`). The kernels that stream below the copy
+    rate on the H100 are mostly held back by their issue, not by their access pattern: on an H200 (the same 132
+    SMs at the same clock, 1.42x the copy rate) max pooling and LayerNorm ran at the H100's rate, BatchNorm in
+    training over fp16 5% faster, copy-rate kernels 40% faster. A kernel bound by its instructions over narrow
+    elements (`KernelRates.element_bound_shares`: the same elements per second over fp32 and fp16) has its issue
+    time carried by fp32 lane-cycles instead, which differ per SM between generations. BatchNorm in eval over
     fp16 streamed 48% of the H100's copy rate; an RTX 4090 (41 T lane-cycles/s against the H100's 33 T, a third
-    of its bandwidth) runs it at 80% of its DRAM, a V100 (7.8 T) at 23% of the H100's rate.
+    of its bandwidth) runs it at 77% of its DRAM.
     A kernel whose backward was not measured is given its forward's share: where both were (BatchNorm, ReLU in
     ResNet-50's steps on the H100) they are within 20% of each other, max pooling excepted. A layout's
     own figure (':nchw', one forward kernel timed alone) is not carried to the backward, which keeps the kernel's
@@ -400,8 +423,8 @@ def runtime_figures(runtime: str, levels: tuple[Level, ...], element_bytes: int,
     measured = figures.kernel_rates
     sm_scale = sm_cycles_per_s / measured.reference_sm_cycles_per_s * measured.reference_bandwidth_bytes_per_s
     lane_scale = sm_scale * fp32_lanes_per_sm / measured.reference_fp32_lanes_per_sm
-    lifted = measured.element_bound_shares(element_bytes)
-    rates = {key: min(lifted[key] * dram, share * lane_scale) if key in lifted else share * min(dram, sm_scale)
+    lane_bound = measured.element_bound_shares(element_bytes)
+    rates = {key: carried_kernel_rate(share, dram, lane_scale if key in lane_bound else sm_scale)
              for key, share in measured.shares(element_bytes).items()}
     rates |= {f"{key}:backward": rate for key, rate in rates.items()
               if f"{key}:backward" not in rates and ":nchw" not in key}
