@@ -184,6 +184,12 @@ def memory_reason(advice: Advice) -> dict[str, Any]:
                      f"{advice.max_batch_size}.")}
 
 
+AUTOGRAD_HOST_RATIO = {"resnet18": 1.10, "mlp": 1.14, "resnet50": 1.19, "bert-base": 1.29, "mobilenetv3-large": 1.49}
+"""A host-bound inference forward's wall time with autograd recording against without (torch.no_grad()), fp32 at
+batch 1 on an H200 machine's host, each forward between synchronizes, median of 20 (benchmarks/results/
+gpu-live-h200-kernels.json, grad section, 2026-11-27; at batch 32, where the device sets the pace, 1.00)."""
+
+
 def overhead_reason(p1: StepPrediction) -> dict[str, Any]:
     """The host's per-op cost at batch 1 against the device's. Where the host bounds the step on a GPU priced
     with another machine's host costs (the runtime profile), the step follows that machine's CPU, not the
@@ -202,6 +208,11 @@ def overhead_reason(p1: StepPrediction) -> dict[str, Any]:
         text += (f" Those per-op costs come from the {where}; a slower host CPU pays more per op: calibrate on "
                  "yours (`roofline calibrate --device cuda`) or replay the step as a CUDA graph "
                  "(torch.compile(mode='reduce-overhead')).")
+    if host_bound and not p1.train:
+        ratios = AUTOGRAD_HOST_RATIO.values()
+        text += (" The prediction assumes the forward runs under torch.no_grad() or torch.inference_mode(): one "
+                 f"that records autograd took {min(ratios):.2f}-{max(ratios):.2f}x as long at batch 1 on an "
+                 "H200's host (ResNet, MobileNetV3, BERT-base, an MLP; measured).")
     return {"kind": "overhead", "launches_per_step": launches, "dispatch_s": per_op,
             "host_s": p1.host_s, "device_s": p1.device_s, "host_bound": host_bound, "host_costs_from": where,
             "text": text}
