@@ -412,7 +412,7 @@ def runtime_figures(runtime: str, levels: tuple[Level, ...], element_bytes: int,
     elements (`KernelRates.element_bound_shares`: the same elements per second over fp32 and fp16) has its issue
     time carried by fp32 lane-cycles instead, which differ per SM between generations. BatchNorm in eval over
     fp16 streamed 48% of the H100's copy rate; an RTX 4090 (41 T lane-cycles/s against the H100's 33 T, a third
-    of its bandwidth) runs it at 77% of its DRAM.
+    of its bandwidth) runs it at 91% of its DRAM rate, a V100 (64 lanes an SM) at 41%.
     A kernel whose backward was not measured is given its forward's share: where both were (BatchNorm, ReLU in
     ResNet-50's steps on the H100) they are within 20% of each other, max pooling excepted. A layout's
     own figure (':nchw', one forward kernel timed alone) is not carried to the backward, which keeps the kernel's
