@@ -140,7 +140,9 @@ def main() -> int:
         "its SM-cycles (the model before this comparison: on the H200 it gives the H100's rate); `p = ...` is "
         "`roofline.model.ceilings.carried_kernel_rate`: memory time at the GPU's copy rate and the rest of the "
         "H100's time as issue time, combined as (memory^p + issue^p)^(1/p); p = inf takes the larger. "
-        f"The model uses p = {KERNEL_OVERLAP_EXPONENT:g}.",
+        f"The model uses p = {KERNEL_OVERLAP_EXPONENT:g} between boards of the H100's architecture (Hopper) and the "
+        "previous carry on others: carried to every board, it made a held-out set of Turing boards 17.2% -> 22.4% "
+        "too fast (benchmarks/LOG.md, twenty-third session).",
         "",
         f"## Kernels below {SLOW_SHARE:.0%} of the H100's copy rate (kernels section)",
         "",

@@ -30,6 +30,9 @@ class KernelRates(_Strict):
     reference_sm_cycles_per_s: float = Field(gt=0, allow_inf_nan=False)
     """SMs x clock of the GPU the rates were measured on: what its kernels' issue and latency limits scale by."""
     reference_sm_cycles_source: str = Field(min_length=1)
+    reference_architecture: str = Field(min_length=1)
+    """The architecture family of the machine the rates were measured on (a GPU profile's `architecture`, first
+    word): what `roofline.model.ceilings.runtime_figures` carries by memory and issue time combined."""
     reference_fp32_lanes_per_sm: int = Field(gt=0)
     """fp32 lanes per SM of the reference machine: an instruction-bound kernel's rate scales by fp32 lane-cycles
     (`element_bound_shares`), which differ per SM between generations (64 on Volta, Turing and GA100; 128 on

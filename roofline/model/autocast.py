@@ -136,7 +136,7 @@ def autocast_context_for(workload: Workload, plan: StepPlan, ctx: CostContext,
     wide = c
     if runtime and c.provenance.get("kernel_rates", "").startswith(RUNTIME_PROVENANCE):
         wide = replace(c, kernel_bytes_per_s=runtime_figures(runtime, c.levels, FLOAT_BYTES, c.sm_cycles_per_s,
-                                                                     c.fp32_lanes_per_sm)[1])
+                                                                     c.fp32_lanes_per_sm, c.architecture)[1])
     made: dict[tuple[float, float], CostContext] = {}
 
     def context(reads: float, writes: float) -> CostContext:

@@ -59,6 +59,9 @@ class Ceilings:
     0 on a CPU."""
     fp32_lanes_per_sm: int = 0
     """GPU: fp32 lanes per SM, what an instruction-bound kernel's rate scales by beside the SM-cycles."""
+    architecture: str = ""
+    """GPU: the profile's architecture family (`Hopper`, `Ampere`, ...): whether the runtime profile's kernel
+    rates carry to it by memory and issue time combined (`runtime_figures`); empty on a CPU."""
     threads: int = 1
     """Host threads the framework computes with (the calibration's torch thread count, else the cores): PyTorch
     picks some CPU kernels by it (`roofline.model.cpu_runtime.backend.cpu_conv_backend`)."""
@@ -400,19 +403,34 @@ def carried_kernel_rate(share: float, dram: float, issue_scale: float,
     return ((1.0 / dram) ** exponent + issue ** exponent) ** (-1.0 / exponent)
 
 
+def architecture_family(profile: Profile) -> str:
+    """A GPU profile's architecture family, the first word of its `architecture` ('Hopper (GH100)' -> 'Hopper');
+    empty for a CPU."""
+    return profile.architecture.split()[0] if isinstance(profile, GpuProfile) else ""
+
+
 def runtime_figures(runtime: str, levels: tuple[Level, ...], element_bytes: int, sm_cycles_per_s: float,
-                    fp32_lanes_per_sm: int) -> tuple[dict[str, float], dict[str, float]]:
+                    fp32_lanes_per_sm: int, architecture: str) -> tuple[dict[str, float], dict[str, float]]:
     """(host seconds per layer call by kind, kernel streaming rates by kernel key) of eager PyTorch on a GPU
     that has no calibration of its own, from the measured runtime profile (`roofline.hardware.runtime`): the
-    host costs as measured, and each kernel's rate carried by `carried_kernel_rate`: its bytes at this GPU's DRAM
-    level, its issue time by this GPU's SMs x clock (`sm_cycles_per_s`). The kernels that stream below the copy
-    rate on the H100 are mostly held back by their issue, not by their access pattern: on an H200 (the same 132
-    SMs at the same clock, 1.42x the copy rate) max pooling and LayerNorm ran at the H100's rate, BatchNorm in
-    training over fp16 5% faster, copy-rate kernels 40% faster. A kernel bound by its instructions over narrow
-    elements (`KernelRates.element_bound_shares`: the same elements per second over fp32 and fp16) has its issue
-    time carried by fp32 lane-cycles instead, which differ per SM between generations. BatchNorm in eval over
-    fp16 streamed 48% of the H100's copy rate; an RTX 4090 (41 T lane-cycles/s against the H100's 33 T, a third
-    of its bandwidth) runs it at 91% of its DRAM rate, a V100 (64 lanes an SM) at 41%.
+    host costs as measured, and each kernel's rate carried from the machine it was measured on.
+
+    On a GPU of the reference machine's architecture (`KernelRates.reference_architecture`, Hopper) the kernel
+    moves its bytes at this GPU's DRAM level and spends the rest of its reference time issuing, scaled by SMs x
+    clock (`carried_kernel_rate`). That is what an H200 measured: the H100's 132 SMs at the same clock and 1.42x
+    its copy rate, on which max pooling and LayerNorm ran at the H100's rate, BatchNorm in training over fp16 5%
+    faster, copy-rate kernels 40% faster. On another architecture the kernel is taken to reach no larger share of
+    the copy rate than it reached on the reference, nor more per SM-cycle: the lower of its share times this
+    GPU's DRAM level and its share times the SM-cycles scaled to the reference copy rate. Carrying the memory
+    term at the full copy rate there too made a held-out set of Turing boards (benchmarks/LOG.md, twenty-third
+    session, the fifteenth set) 17.2% -> 22.4% too fast: how an older SM spends its issue time is not the H100's.
+
+    A kernel bound by its instructions over narrow elements (`KernelRates.element_bound_shares`: the same elements
+    per second over fp32 and fp16) has its issue time carried by fp32 lane-cycles instead, which differ per SM
+    between generations, and on another architecture as far as the share it reached over fp32 allows.
+    BatchNorm in eval over fp16 streamed 48% of the H100's copy rate; an RTX 4090 (41 T lane-cycles/s against the
+    H100's 33 T, a third of its bandwidth) runs it at 80% of its DRAM rate, a V100 (64 lanes an SM) at 23% of the
+    H100's rate.
     A kernel whose backward was not measured is given its forward's share: where both were (BatchNorm, ReLU in
     ResNet-50's steps on the H100) they are within 20% of each other, max pooling excepted. A layout's
     own figure (':nchw', one forward kernel timed alone) is not carried to the backward, which keeps the kernel's
@@ -423,9 +441,16 @@ def runtime_figures(runtime: str, levels: tuple[Level, ...], element_bytes: int,
     measured = figures.kernel_rates
     sm_scale = sm_cycles_per_s / measured.reference_sm_cycles_per_s * measured.reference_bandwidth_bytes_per_s
     lane_scale = sm_scale * fp32_lanes_per_sm / measured.reference_fp32_lanes_per_sm
-    lane_bound = measured.element_bound_shares(element_bytes)
-    rates = {key: carried_kernel_rate(share, dram, lane_scale if key in lane_bound else sm_scale)
-             for key, share in measured.shares(element_bytes).items()}
+    lifted = measured.element_bound_shares(element_bytes)
+    same = architecture == measured.reference_architecture
+
+    def carried(key: str, share: float) -> float:
+        scale = lane_scale if key in lifted else sm_scale
+        if same:
+            return carried_kernel_rate(share, dram, scale)
+        return min(lifted[key] * dram, share * scale) if key in lifted else share * min(dram, scale)
+
+    rates = {key: carried(key, share) for key, share in measured.shares(element_bytes).items()}
     rates |= {f"{key}:backward": rate for key, rate in rates.items()
               if f"{key}:backward" not in rates and ":nchw" not in key}
     return dict(figures.host_call_s.by_kind), rates
@@ -530,7 +555,7 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
     lanes_per_sm = int(profile.compute.fp32_lanes_per_sm.value) if isinstance(profile, GpuProfile) else 0
     if isinstance(profile, GpuProfile) and not measured and runtime:
         dispatch_by_kind, kernel_rates = runtime_figures(runtime, levels, precision.storage_bytes, cycles,
-                                                         lanes_per_sm)
+                                                         lanes_per_sm, architecture_family(profile))
         provenance["dispatch_s"] = provenance["kernel_rates"] = runtime_provenance(runtime)
     across, streaming = 1.0, None
     if isinstance(profile, GpuProfile) and runtime:
@@ -544,7 +569,7 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
     lanes = 0 if is_gpu else int(profile.compute.simd_width_bits.value) // 32  # type: ignore[union-attr]
     return Ceilings(
         device=profile.name, is_gpu=is_gpu, units=units, vector_lanes_fp32=lanes,
-        sm_cycles_per_s=cycles, fp32_lanes_per_sm=lanes_per_sm,
+        sm_cycles_per_s=cycles, fp32_lanes_per_sm=lanes_per_sm, architecture=architecture_family(profile),
         threads=int(threads) if isinstance(threads, int | float) and threads else units, compute_dtype=dtype,
         matrix_flops_per_s=matrix_value, vector_flops_per_s=vector_value, alignment_elements=alignment,
         gemm_curve=curve, gemm_fit=fit_gemm_curve(curve),
