@@ -18,6 +18,9 @@ script measures each of those on the device, inside captured graphs so that no h
 - `compiled`: the same decode step compiled by torch.compile (inductor fuses the elementwise ops around the
   products, which stay cuBLAS calls) and captured in one graph, as gpt-fast and vLLM's compiled runs are;
 - `skinny_check`, `int4_check`: the same products for Llama-2-7B's and 13B's weight shapes, which no fit saw;
+- `int8wo`: weight-only int8 products as gpt-fast's and torchao's int8 paths run them, `F.linear(x,
+  w.to(x.dtype)) * scales` compiled by torch.compile (inductor fuses the conversion into the product), and the
+  same uncompiled (a bf16 copy of the weight, then cuBLAS);
 - `step`: a whole Llama-3-8B-shaped decode step (32 layers, GQA, RoPE, SDPA over a KV cache, SwiGLU, lm_head,
   argmax) in plain PyTorch ops, captured in one graph at several batches and contexts, timed per replay, with
   its kernels' device time by name from the profiler; and prefills of the same model the same way.
@@ -214,6 +217,51 @@ def int4(deadline: float, cases: list[tuple[tuple[int, int], int]] = INT4_CASES)
         except (RuntimeError, TypeError, AttributeError) as exc:
             rows.append({"n": n, "k": k, "group": group, "error": str(exc)[:300]})
         print("int4", n, k, group, flush=True)
+        torch.cuda.empty_cache()
+    return rows
+
+
+INT8WO_SHAPES = [(4096, 4096), (14336, 4096), (4096, 14336)]
+INT8WO_ROWS = (1, 8, 32)
+
+
+def int8wo(deadline: float) -> list[dict[str, Any]]:
+    """int8 weights with a bf16 scale per output channel, bf16 activations, over rotated weights: compiled (one
+    inductor kernel per shape) and eager; bytes counted as the int8 weight and its scales."""
+    import torch
+    import torch.nn.functional as F
+
+    def product(x: Any, w: Any, s: Any) -> Any:
+        return F.linear(x, w.to(x.dtype)) * s
+
+    for limit in ("cache_size_limit", "recompile_limit"):  # one compiled kernel per shape, none falling back to eager
+        if hasattr(torch._dynamo.config, limit):
+            setattr(torch._dynamo.config, limit, 64)
+
+    rows = []
+    for n, k in INT8WO_SHAPES:
+        weights = _rotated(lambda n=n, k=k: torch.randint(-127, 127, (n, k), dtype=torch.int8, device="cuda"), n * k)
+        scales = torch.rand(n, device="cuda", dtype=torch.bfloat16)
+        for m in INT8WO_ROWS:
+            if time.time() > deadline:
+                rows.append({"skipped": [n, k, m], "why": "budget"})
+                continue
+            x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            for mode in ("compiled", "eager"):
+                try:
+                    fn = torch.compile(product, dynamic=False) if mode == "compiled" else product
+
+                    def body(x=x, weights=weights, fn=fn, scales=scales) -> None:
+                        for w in weights:
+                            fn(x, w, scales)
+                    t = graph_time(body, min_s=0.03)["median_s"] / len(weights)
+                    moved = n * k + 2 * n + 2 * (m * k + m * n)
+                    rows.append({"n": n, "k": k, "m": m, "mode": mode, "copies": len(weights), "s_per_product": t,
+                                 "bytes_per_s": moved / t, "flops_per_s": 2 * m * n * k / t})
+                except (RuntimeError, TypeError, AttributeError, AssertionError) as exc:
+                    rows.append({"n": n, "k": k, "m": m, "mode": mode, "error": str(exc)[:300]})
+            print("int8wo", n, k, m, flush=True)
+        del weights
         torch.cuda.empty_cache()
     return rows
 
@@ -434,7 +482,8 @@ def main() -> int:
         ("attention", lambda: attention(start + args.budget_s * 0.7)), ("step", lambda: step(start + args.budget_s)),
         ("compiled", lambda: compiled(start + args.budget_s)),
         ("skinny_check", lambda: skinny(start + args.budget_s * 0.6, CHECK_SHAPES)),
-        ("int4_check", lambda: int4(start + args.budget_s, CHECK_INT4_CASES))]
+        ("int4_check", lambda: int4(start + args.budget_s, CHECK_INT4_CASES)),
+        ("int8wo", lambda: int8wo(start + args.budget_s))]
     for name, fn in runs:
         if name not in sections:
             continue
