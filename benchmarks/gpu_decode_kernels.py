@@ -18,9 +18,9 @@ script measures each of those on the device, inside captured graphs so that no h
 - `compiled`: the same decode step compiled by torch.compile (inductor fuses the elementwise ops around the
   products, which stay cuBLAS calls) and captured in one graph, as gpt-fast and vLLM's compiled runs are;
 - `skinny_check`, `int4_check`: the same products for Llama-2-7B's and 13B's weight shapes, which no fit saw;
-- `int8wo`: weight-only int8 products as gpt-fast's and torchao's int8 paths run them, `F.linear(x,
-  w.to(x.dtype)) * scales` compiled by torch.compile (inductor fuses the conversion into the product), and the
-  same uncompiled (a bf16 copy of the weight, then cuBLAS);
+- `int8wo`: weight-only int8 products as gpt-fast's and torchao's int8 paths write them, `F.linear(x,
+  w.to(x.dtype)) * scales`, compiled by torch.compile with inductor's defaults and uncompiled (a bf16 copy of the
+  weight, then cuBLAS); `int8wo_gptfast`: compiled with gpt-fast's coordinate_descent_tuning, at 1 and 8 rows;
 - `step`: a whole Llama-3-8B-shaped decode step (32 layers, GQA, RoPE, SDPA over a KV cache, SwiGLU, lm_head,
   argmax) in plain PyTorch ops, captured in one graph at several batches and contexts, timed per replay, with
   its kernels' device time by name from the profiler; and prefills of the same model the same way.
@@ -225,11 +225,16 @@ INT8WO_SHAPES = [(4096, 4096), (14336, 4096), (4096, 14336)]
 INT8WO_ROWS = (1, 8, 32)
 
 
-def int8wo(deadline: float) -> list[dict[str, Any]]:
+def int8wo(deadline: float, rows_of: tuple[int, ...] = INT8WO_ROWS, modes: tuple[str, ...] = ("compiled", "eager"),
+           coordinate_descent: bool = False) -> list[dict[str, Any]]:
     """int8 weights with a bf16 scale per output channel, bf16 activations, over rotated weights: compiled (one
-    inductor kernel per shape) and eager; bytes counted as the int8 weight and its scales."""
+    inductor kernel per shape) and eager; bytes counted as the int8 weight and its scales. `coordinate_descent`
+    sets inductor's coordinate_descent_tuning, as gpt-fast's generate.py does: with it inductor turns a one-row
+    product into a multiply and a reduction, into which the int8-to-bf16 conversion fuses."""
     import torch
     import torch.nn.functional as F
+
+    torch._inductor.config.coordinate_descent_tuning = coordinate_descent
 
     def product(x: Any, w: Any, s: Any) -> Any:
         return F.linear(x, w.to(x.dtype)) * s
@@ -242,12 +247,12 @@ def int8wo(deadline: float) -> list[dict[str, Any]]:
     for n, k in INT8WO_SHAPES:
         weights = _rotated(lambda n=n, k=k: torch.randint(-127, 127, (n, k), dtype=torch.int8, device="cuda"), n * k)
         scales = torch.rand(n, device="cuda", dtype=torch.bfloat16)
-        for m in INT8WO_ROWS:
+        for m in rows_of:
             if time.time() > deadline:
                 rows.append({"skipped": [n, k, m], "why": "budget"})
                 continue
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-            for mode in ("compiled", "eager"):
+            for mode in modes:
                 try:
                     fn = torch.compile(product, dynamic=False) if mode == "compiled" else product
 
@@ -256,8 +261,9 @@ def int8wo(deadline: float) -> list[dict[str, Any]]:
                             fn(x, w, scales)
                     t = graph_time(body, min_s=0.03)["median_s"] / len(weights)
                     moved = n * k + 2 * n + 2 * (m * k + m * n)
-                    rows.append({"n": n, "k": k, "m": m, "mode": mode, "copies": len(weights), "s_per_product": t,
-                                 "bytes_per_s": moved / t, "flops_per_s": 2 * m * n * k / t})
+                    rows.append({"n": n, "k": k, "m": m, "mode": mode, "coordinate_descent": coordinate_descent,
+                                 "copies": len(weights), "s_per_product": t, "bytes_per_s": moved / t,
+                                 "flops_per_s": 2 * m * n * k / t})
                 except (RuntimeError, TypeError, AttributeError, AssertionError) as exc:
                     rows.append({"n": n, "k": k, "m": m, "mode": mode, "error": str(exc)[:300]})
             print("int8wo", n, k, m, flush=True)
@@ -483,7 +489,8 @@ def main() -> int:
         ("compiled", lambda: compiled(start + args.budget_s)),
         ("skinny_check", lambda: skinny(start + args.budget_s * 0.6, CHECK_SHAPES)),
         ("int4_check", lambda: int4(start + args.budget_s, CHECK_INT4_CASES)),
-        ("int8wo", lambda: int8wo(start + args.budget_s))]
+        ("int8wo", lambda: int8wo(start + args.budget_s)),
+        ("int8wo_gptfast", lambda: int8wo(start + args.budget_s, (1, 8), ("compiled",), coordinate_descent=True))]
     for name, fn in runs:
         if name not in sections:
             continue
