@@ -153,3 +153,48 @@ def test_advise_gives_tinygemm_to_the_int4_candidates_only(capsys):
     assert tpot(tiny, "int8") == tpot(fused, "int8")
     assert tpot(tiny, "int4") != tpot(fused, "int4")
     assert "int4" in run_error(capsys, *argv, "--precision", "int8", "--quant-kernel", "tinygemm")
+
+
+INDUCTOR_H200_US = {(4096, 4096): 8.9, (14336, 4096): 30.2, (4096, 14336): 21.3}
+"""benchmarks/results/gpu-decode-int8wo-gptfast-h200.json: `F.linear(x, w.to(bf16)) * scales` over int8 weights,
+compiled with coordinate_descent_tuning, one row, on an H200 (out features, in features -> us)."""
+
+
+def _inductor(gpu: str, n: int, k: int, rows: int):
+    c = ceilings_for(find_profile(gpu), get_precision("bf16"))
+    prec = serving_precision("int8", activation="bf16", quant_kernel="inductor")
+    op = Linear("proj", batch=1, in_features=k, out_features=n, bias=False, tokens=rows)
+    ctx = CostContext(c, 2, prec.linear_weight_bytes)  # type: ignore[arg-type]
+    return c, prec, op, ctx, weight_only_cost(op_cost(op, "forward", ctx), op, prec, c, ctx)
+
+
+@pytest.mark.parametrize("shape", sorted(INDUCTOR_H200_US))
+def test_inductor_int8_takes_the_measured_time_on_the_h200(shape):
+    # the median rate of three shapes: the 4096 x 14336 product (a long reduction) ran 42% faster than it
+    *_, cost = _inductor("h200-sxm-141gb", *shape, rows=1)
+    assert cost.device_s * 1e6 == pytest.approx(INDUCTOR_H200_US[shape], rel=0.45 if shape == (4096, 14336) else 0.05)
+
+
+def test_inductor_int8_is_issue_bound_where_dram_is_fast_and_copies_beyond_one_row():
+    """One row: the slower of the int8 weight at the DRAM rate and 7.43 weights per SM-cycle; on an H200 (4.15 TB/s,
+    132 SMs x 1.98 GHz) the SMs: 58.7 M weights in 29.9 us against 14.1 us of DRAM. More rows: a bf16 copy of
+    the weight, then cuBLAS, as `dequant` prices it."""
+    c, prec, op, _, cost = _inductor("h200-sxm-141gb", 14336, 4096, rows=1)
+    weights = 14336 * 4096
+    issue_s = weights / (7.43 * c.sm_cycles_per_s)
+    dram_s = weights * prec.linear_weight_bytes / c.dram.bandwidth_bytes_per_s
+    assert cost.device_s == pytest.approx(max(issue_s, dram_s))
+    assert cost.bound == "compute"
+    bf16 = op_cost(op, "forward", CostContext(c, 2, 2))
+    assert cost.device_s > 0.9 * bf16.device_s  # no faster than bf16 at one row on this board, as measured
+    *_, eight = _inductor("h200-sxm-141gb", 14336, 4096, rows=8)
+    eight_op = Linear("proj", batch=1, in_features=4096, out_features=14336, bias=False, tokens=8)
+    gemm = op_cost(eight_op, "forward", CostContext(c, 2, 2))
+    copy_s = weights * (prec.linear_weight_bytes + 2) / c.dram.bandwidth_bytes_per_s
+    assert eight.device_s == pytest.approx(gemm.device_s + copy_s)
+    assert eight.device_s * 1e6 == pytest.approx(82.0, rel=0.2)  # measured at 8 rows
+
+
+def test_inductor_is_an_int8_kernel():
+    with pytest.raises(RooflineError, match="int8"):
+        serving_precision("int4", quant_kernel="inductor")

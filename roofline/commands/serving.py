@@ -35,7 +35,9 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
     g.add_argument("--quant-kernel", default="fused", choices=list(QUANT_KERNELS),
                    help="int8/int4 weight-only products of more than 8 rows: fused (dequantised in registers: "
                         "Marlin, AWQ, TensorRT-LLM; default), tinygemm (PyTorch's int4 kernel, gpt-fast's and "
-                        "torchao's, at any number of rows: measured, slower than bf16 from about 16 rows), mmq "
+                        "torchao's, at any number of rows: measured, slower than bf16 from about 16 rows), inductor "
+                        "(gpt-fast's and torchao's compiled int8: a fused matrix-vector kernel at one row, a bf16 "
+                        "copy then cuBLAS at more; measured), mmq "
                         "(llama.cpp's 8-bit integer kernels, its prompt path on Turing and later and on Pascal), "
                         "mmq-dp4a (the same without tensor cores, as llama.cpp builds before mid-2024 forced it), "
                         "dequant (a 16-bit copy of the weights first, then cuBLAS: llama.cpp's prompt path on "

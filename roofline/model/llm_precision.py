@@ -28,12 +28,17 @@ DEFAULT_GROUP_SIZE = 128
 
 KV_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 
-QUANT_KERNELS = ("fused", "tinygemm", "mmq", "mmq-dp4a", "dequant")
+QUANT_KERNELS = ("fused", "tinygemm", "inductor", "mmq", "mmq-dp4a", "dequant")
 """How a weight-only int8/int4 product of more than a few rows runs (`llm_step.weight_only_cost`):
 - fused: one GEMM kernel that dequantises each weight tile in registers and multiplies in 16 bits (Marlin, AWQ,
   TensorRT-LLM's weight-only kernels), priced from the weight's bytes and the dequantisation's arithmetic;
 - tinygemm: PyTorch's int4 kernel (`torch._weight_int4pack_mm`: gpt-fast's and torchao's int4 weight-only path,
   at any number of rows), priced as it was measured (`llm_step.TINYGEMM_FLOP_PER_SM_CYCLE`);
+- inductor: an int8 weight written `F.linear(x, w.to(x.dtype)) * scales` and compiled by torch.compile, gpt-fast's
+  and torchao's int8 weight-only path: at one row with coordinate_descent_tuning (both set it) inductor turns the
+  product into a multiply and a reduction into which the conversion fuses, priced as it was measured
+  (`llm_step.INDUCTOR_INT8_WEIGHTS_PER_SM_CYCLE`); at more rows the conversion writes a 16-bit copy and cuBLAS
+  multiplies it, priced as `dequant` below;
 - mmq: llama.cpp's quantised matrix multiplication, which quantises the activations to 8 bits as well and
   multiplies 8-bit integers (ggml-cuda/mmq.cuh), on int8 tensor cores where the GPU has them, else with dp4a:
   what its CUDA backend runs for a prompt on Turing and later GPUs since PR #8062 (2024-06) and on Pascal;
@@ -44,13 +49,13 @@ QUANT_KERNELS = ("fused", "tinygemm", "mmq", "mmq-dp4a", "dequant")
   for more than 32 (`MMQ_MAX_BATCH_SIZE`)."""
 
 
-INT4_ONLY_KERNELS = ("tinygemm",)
-"""Quantised-product kernels that take int4 weights only."""
+KERNEL_PRECISION = {"tinygemm": "int4", "inductor": "int8"}
+"""Quantised-product kernels that take weights of one precision only."""
 
 
 def kernel_runs(quant_kernel: str, precision: str) -> bool:
-    """Whether `quant_kernel` runs weight-only products of `precision` (tinygemm: int4 only)."""
-    return quant_kernel not in INT4_ONLY_KERNELS or precision == "int4"
+    """Whether `quant_kernel` runs weight-only products of `precision` (tinygemm: int4 only; inductor: int8)."""
+    return KERNEL_PRECISION.get(quant_kernel, precision) == precision
 
 
 @dataclass(frozen=True)
@@ -162,7 +167,8 @@ def serving_precision(name: str, kv: str | None = None, group_size: int = DEFAUL
         raise RooflineError(f"--quant-kernel {quant_kernel} runs weight-only int8/int4 products; "
                             f"--precision {key} has none")
     if not kernel_runs(quant_kernel, key):
-        raise RooflineError(f"--quant-kernel {quant_kernel} runs int4 weights; use --precision int4, not {key}")
+        raise RooflineError(f"--quant-kernel {quant_kernel} runs {KERNEL_PRECISION[quant_kernel]} weights; use "
+                            f"--precision {KERNEL_PRECISION[quant_kernel]}, not {key}")
     if group_size < 1:
         raise RooflineError(f"--group-size must be a positive integer, got {group_size}")
     if accumulate not in ACCUMULATIONS:

@@ -255,6 +255,33 @@ def _tinygemm(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings) -> 
                    bound="compute" if rows_s >= stream_s else "memory:DRAM", notes=(*cost.notes, note))
 
 
+INDUCTOR_INT8_WEIGHTS_PER_SM_CYCLE = 7.43
+"""int8 weights per SM-cycle that inductor's fused int8 matrix-vector kernel converts, multiplies and sums
+(`F.linear(x, w.to(torch.bfloat16)) * scales` compiled with coordinate_descent_tuning, one row), as measured on a
+lent H200 (benchmarks/results/gpu-decode-int8wo-gptfast-h200.json, 2026-11-28: 4096 x 4096 in 8.9 us, 14336 x
+4096 in 30.2 us, 4096 x 14336 in 21.3 us, weights rotated past L2, inside a CUDA graph): 1.89, 1.94 and 2.76 T
+weights/s on 132 SMs at 1.98 GHz, 7.21, 7.43 and 10.55 per SM-cycle, the median. The kernel read 45-66% of what
+the H200's DRAM delivers (a bf16 cuBLAS product of the same weights reads at 1.09 of it, `streaming_products`),
+so its SMs, not its memory, set its pace, and it is carried by SMs x clock. At 8 and 32 rows the same compiled
+code converts the weight to a bf16 copy and calls cuBLAS: 24.6, 82.0 and 81.1 us, slower than bf16
+(gpu-decode-int8wo-h200.json)."""
+
+
+def _inductor_int8(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings, ctx: CostContext) -> OpCost:
+    """gpt-fast's and torchao's compiled int8 product (`INDUCTOR_INT8_WEIGHTS_PER_SM_CYCLE`): one row reads the
+    int8 weight at the DRAM rate or converts it at the measured rate per SM-cycle, whichever is slower; more rows
+    write a 16-bit copy first (`_dequantise_first`)."""
+    if op.rows > 1:
+        return _dequantise_first(op, prec, c, ctx)
+    weights = float(op.traffic("forward").weights_read)
+    memory_s = weights * prec.linear_weight_bytes / c.dram.bandwidth_bytes_per_s
+    issue_s = weights / (INDUCTOR_INT8_WEIGHTS_PER_SM_CYCLE * c.sm_cycles_per_s)
+    note = Note("dequantization", f"inductor's fused int8 matrix-vector kernel: {issue_s * 1e6:.3g} us at "
+                                  f"{INDUCTOR_INT8_WEIGHTS_PER_SM_CYCLE:.2f} weights per SM-cycle (measured)")
+    return replace(cost, compute_s=issue_s, memory_s=memory_s, device_s=max(memory_s, issue_s, c.launch_s),
+                   bound="compute" if issue_s >= memory_s else "memory:DRAM", notes=(*cost.notes, note))
+
+
 def weight_only_cost(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings, ctx: CostContext,
                      int8_mma: bool = True) -> OpCost:
     """A weight-only int8/int4 product as `prec.quant_kernel` runs it (`llm_precision.QUANT_KERNELS`): fused
@@ -264,6 +291,8 @@ def weight_only_cost(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilin
     (`OpUnits.int8_mma`), which MMQ uses, else dp4a."""
     if prec.quant_kernel == "tinygemm":
         return _tinygemm(cost, op, prec, c)
+    if prec.quant_kernel == "inductor":
+        return _inductor_int8(cost, op, prec, c, ctx)
     if prec.quant_kernel == "fused" or op.rows <= GEMV_MAX_ROWS:
         return _dequant(cost, op, prec, c)
     if prec.quant_kernel == "dequant":
