@@ -3,6 +3,8 @@
 Reads the measured JSON documents and prices the same work with this checkout's cost model:
 - each cuBLAS product of the skinny section (`op_cost` of a decode-step `Linear` whose weight comes from DRAM);
 - each tinygemm int4 product of the int4 section (`--quant-kernel tinygemm`);
+- each compiled int8 product of the int8wo sections (`--quant-kernel inductor`: gpt-fast's settings at one row,
+  a bf16 copy then cuBLAS beyond; the default-settings rows are shown beside them);
 - each captured Llama-3-8B forward of the step and compiled sections (`roofline predict --runtime graph`: the
   time per output token for a decode step at that context, the time to first token for a prefill).
 Writes benchmarks/results/gpu-decode-kernels.md; no GPU needed.
@@ -34,7 +36,8 @@ from roofline.workload.precision import get_precision  # noqa: E402
 RESULTS = ROOT / "benchmarks" / "results"
 MACHINES = {"H100 80GB HBM3": ("h100-sxm5-80gb", ["gpu-decode-kernels-h100.json", "gpu-decode-compiled-h100.json",
                                                   "gpu-decode-check-h100.json"]),
-            "H200": ("h200-sxm-141gb", ["gpu-decode-kernels-h200.json"])}
+            "H200": ("h200-sxm-141gb", ["gpu-decode-kernels-h200.json", "gpu-decode-int8wo-h200.json",
+                                       "gpu-decode-int8wo-gptfast-h200.json"])}
 STEP_WEIGHTS_BYTES = 16e9
 """A decode step reads every weight once: none is left in L2 when it comes round (Llama-3-8B in bf16)."""
 
@@ -79,6 +82,29 @@ def int4_rows(profile: str, doc: dict[str, Any], section: str = "int4") -> tuple
         errors.append(_error(predicted, r["s_per_product"]))
         lines.append(f"| {r['n']} x {r['k']} | {r['group']} | {r['m']} | {r['s_per_product'] * 1e6:.1f} | "
                      f"{predicted * 1e6:.1f} | {errors[-1]:+.1%} |")
+    return lines, errors
+
+
+def int8wo_rows(profile: str, docs: list[dict[str, Any]]) -> tuple[list[str], list[float]]:
+    """The compiled int8 products (`--quant-kernel inductor`): the one-row ones under gpt-fast's
+    coordinate_descent_tuning (int8wo_gptfast) and every row count of the default-settings section, whose
+    compiled code at more than one row is the same bf16 copy then cuBLAS."""
+    c = ceilings_for(find_profile(profile, kind="gpu"), get_precision("bf16"))
+    prec = serving_precision("int8", activation="bf16", quant_kernel="inductor")
+    lines, errors = [], []
+    for doc in docs:
+        for section in ("int8wo_gptfast", "int8wo"):
+            for r in doc.get(section, []):
+                if "s_per_product" not in r or r.get("mode") != "compiled":
+                    continue
+                if r["m"] == 1 and not r.get("coordinate_descent"):
+                    continue
+                op = Linear("w", batch=1, in_features=r["k"], out_features=r["n"], bias=False, tokens=r["m"])
+                ctx = CostContext(c, 2, prec.linear_weight_bytes)  # type: ignore[arg-type]
+                predicted = weight_only_cost(op_cost(op, "forward", ctx), op, prec, c, ctx).device_s
+                errors.append(_error(predicted, r["s_per_product"]))
+                lines.append(f"| {r['n']} x {r['k']} | {r['m']} | {section} | {r['s_per_product'] * 1e6:.1f} | "
+                             f"{predicted * 1e6:.1f} | {errors[-1]:+.1%} |")
     return lines, errors
 
 
@@ -142,6 +168,13 @@ def main() -> int:
                         "microseconds", "", _summary(check_errors), "",
                         "| weight (out x in) | group | rows | measured | predicted | error |",
                         "|---|---:|---:|---:|---:|---:|", *check, ""]
+        int8, int8_errors = int8wo_rows(profile, docs)
+        if int8:
+            out += ["### Compiled int8 weight-only products (`F.linear(x, w.to(bf16)) * scales`, gpt-fast's and "
+                    "torchao's), microseconds", "", "Predicted with `--quant-kernel inductor`, whose rate per "
+                    "SM-cycle is the median of the one-row points (fitted on them).", "", _summary(int8_errors), "",
+                    "| weight (out x in) | rows | section | measured | predicted | error |",
+                    "|---|---:|---|---:|---:|---:|", *int8, ""]
         steps, step_errors = [], []
         for doc in docs:
             for section, what in (("step", "plain ops, captured"), ("compiled", "torch.compile, captured")):
