@@ -35,7 +35,8 @@ from roofline.workload.precision import get_precision  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 MACHINES = {"H100 80GB HBM3": ("h100-sxm5-80gb", ["gpu-decode-kernels-h100.json", "gpu-decode-compiled-h100.json",
-                                                  "gpu-decode-check-h100.json"]),
+                                                  "gpu-decode-check-h100.json",
+                                                  "gpu-decode-int8wo-gptfast-h100.json"]),
             "H200": ("h200-sxm-141gb", ["gpu-decode-kernels-h200.json", "gpu-decode-int8wo-h200.json",
                                        "gpu-decode-int8wo-gptfast-h200.json"])}
 STEP_WEIGHTS_BYTES = 16e9
