@@ -70,6 +70,13 @@ def skinny_rows(profile: str, doc: dict[str, Any], section: str = "skinny") -> t
     return lines, errors
 
 
+def _weight_only_s(c: Any, prec: Any, r: dict[str, Any]) -> float:
+    """Predicted seconds of one measured weight-only product (bf16 activations, `r`'s rows and weight shape)."""
+    op = Linear("w", batch=1, in_features=r["k"], out_features=r["n"], bias=False, tokens=r["m"])
+    ctx = CostContext(c, 2, prec.linear_weight_bytes)
+    return weight_only_cost(op_cost(op, "forward", ctx), op, prec, c, ctx).device_s
+
+
 def int4_rows(profile: str, doc: dict[str, Any], section: str = "int4") -> tuple[list[str], list[float]]:
     c = ceilings_for(find_profile(profile, kind="gpu"), get_precision("bf16"))
     lines, errors = [], []
@@ -77,9 +84,7 @@ def int4_rows(profile: str, doc: dict[str, Any], section: str = "int4") -> tuple
         if "s_per_product" not in r:
             continue
         prec = serving_precision("int4", group_size=r["group"], activation="bf16", quant_kernel="tinygemm")
-        op = Linear("w", batch=1, in_features=r["k"], out_features=r["n"], bias=False, tokens=r["m"])
-        ctx = CostContext(c, 2, prec.linear_weight_bytes)  # type: ignore[arg-type]
-        predicted = weight_only_cost(op_cost(op, "forward", ctx), op, prec, c, ctx).device_s
+        predicted = _weight_only_s(c, prec, r)
         errors.append(_error(predicted, r["s_per_product"]))
         lines.append(f"| {r['n']} x {r['k']} | {r['group']} | {r['m']} | {r['s_per_product'] * 1e6:.1f} | "
                      f"{predicted * 1e6:.1f} | {errors[-1]:+.1%} |")
@@ -100,9 +105,7 @@ def int8wo_rows(profile: str, docs: list[dict[str, Any]]) -> tuple[list[str], li
                     continue
                 if r["m"] == 1 and not r.get("coordinate_descent"):
                     continue
-                op = Linear("w", batch=1, in_features=r["k"], out_features=r["n"], bias=False, tokens=r["m"])
-                ctx = CostContext(c, 2, prec.linear_weight_bytes)  # type: ignore[arg-type]
-                predicted = weight_only_cost(op_cost(op, "forward", ctx), op, prec, c, ctx).device_s
+                predicted = _weight_only_s(c, prec, r)
                 errors.append(_error(predicted, r["s_per_product"]))
                 lines.append(f"| {r['n']} x {r['k']} | {r['m']} | {section} | {r['s_per_product'] * 1e6:.1f} | "
                              f"{predicted * 1e6:.1f} | {errors[-1]:+.1%} |")
