@@ -382,10 +382,11 @@ KERNEL_OVERLAP_EXPONENT = 2.0
 """How a non-GEMM kernel's memory time and its instruction time combine: time = (memory^p + issue^p)^(1/p).
 p = 1 would add them (no overlap), p -> infinity take the larger (full overlap, a sharp roofline). Fitted on
 an H100 and an H200, which have the same SMs at the same clock and 1.42x apart in copy rate, so a kernel's
-issue time is the same on both and only its memory time moves: over BatchNorm, LayerNorm, softmax, dropout,
-max pooling and GELU in fp32 and fp16 (16 kernels), H100 rates carried to the H200 give signed median errors of
-+6.7 / +2.0 / -0.3 / -2.9 / -7.5% at p = 1 / 1.5 / 2 / 2.5 / 6, and -9% with the sharp bound
-(benchmarks/results/kernel-carry.md)."""
+issue time is the same on both and only its memory time moves. H100 rates carried to the H200 give signed median
+errors of +7.0 / +3.1 / +0.5 / -2.7 / -4.4% at p = 1 / 1.5 / 2 / 2.5 / 4 and -8.7% with the sharp bound over 13
+kernels timed alone (BatchNorm, LayerNorm, softmax, dropout, max and average pooling, GELU below 90% of the copy
+rate), and +7.1 / +3.0 / +0.9 / -0.5 / -5.6% and -7.7% over the 8 BatchNorm and pooling ops of ResNet-50's
+training steps (benchmarks/kernel_carry.py -> benchmarks/results/kernel-carry.md)."""
 
 
 def carried_kernel_rate(share: float, dram: float, issue_scale: float,
@@ -477,7 +478,7 @@ def fp16_accumulate_rate(profile: Profile, fp32_accumulate: float) -> tuple[floa
     if core is None or core.fp16_accumulate_dense_flops_per_s is None:
         return fp32_accumulate, "one rate for both accumulations"
     ratio = core.fp16_accumulate_dense_flops_per_s.value / core.dense_flops_per_s.value
-    realized = REALIZED_FP16_ACCUMULATE_RATIO.get(profile.architecture.split()[0])
+    realized = REALIZED_FP16_ACCUMULATE_RATIO.get(architecture_family(profile))
     if realized is not None and realized < ratio:
         return fp32_accumulate * realized, "fp16 accumulation, the ratio measured on this architecture"
     return fp32_accumulate * ratio, "fp16 accumulation, the datasheet's ratio to fp32 accumulation"
