@@ -629,7 +629,7 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
                     nodes: int = 1, allreduce: str = "auto", lm_head: str = "split",
                     static_cache: int | None = None, decode_attention: str = "grouped",
                     expert_precision: str | None = None, transformers: str | None = None,
-                    quant_kernel: str = "fused", accumulate: str = "fp32") -> dict[str, Any]:
+                    quant_kernel: str = "fused", accumulate: str = "fp32", engine: str = "none") -> dict[str, Any]:
     """A language model served on a device: time to first token, time per output token, tokens/s, memory and
     both phases per op (the `predict --model LLM --prompt-len P --output-len O` document). `gpus` > 1 splits
     the model over that many GPUs of a node (tensor parallelism), the lm_head split by vocabulary or
@@ -640,7 +640,8 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
     weight-only products (`llm_precision.QUANT_KERNELS`: 'fused', PyTorch's 'tinygemm', llama.cpp's 'mmq' or
     'mmq-dp4a', or 'dequant' to a 16-bit copy first); `accumulate` what
     the products' fp16 multiplies accumulate in ('fp32', or 'fp16' as llama.cpp's cuBLAS path, ExLlama and
-    TinyChat run them)."""
+    TinyChat run them); `engine` the serving engine's host loop around each forward
+    (`roofline.model.serving_engine`: 'none', or vLLM's V0 engine 'vllm-v0')."""
     from roofline.advise.track_record import serving_quotes
     from roofline.model.llm_step import predict_serving as predict_request
     from roofline.model.llm_step import require_fit, tensor_parallel_group
@@ -657,7 +658,7 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
                               accumulate)
     tp = tensor_parallel_group(profile, gpus, node, nodes, allreduce, lm_head)
     preds = [predict_request(cfg, profile, prec, b, prompt_len, output_len, runtime, tp, static_cache,
-                             decode_attention, release) for b in _batches(batch)]
+                             decode_attention, release, engine) for b in _batches(batch)]
     if not allow_oversize:
         for p in preds:
             require_fit(p)
@@ -670,7 +671,8 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
         # (priced even where the model would not fit one GPU: time only)
         first = preds[0]
         single = predict_request(cfg, profile, prec, first.batch, prompt_len, output_len, runtime,
-                                 static_cache=static_cache, decode_attention=decode_attention, release=release)
+                                 static_cache=static_cache, decode_attention=decode_attention, release=release,
+                                 engine=engine)
         communication = first.prefill.communication_s + (output_len - 1) * first.decode.communication_s
         out |= {"communication_s": communication, "exposed_communication_s": communication,
                 "scaling_efficiency": single.request_s / (tp.gpus * first.request_s),
@@ -685,12 +687,12 @@ def advise_serving(model: str, *, hw: str | None = None, gpu: str | None = None,
                    plot: str | Path | None = None, force: bool = False, gpus: int = 1,
                    node: str | None = None, allreduce: str = "auto", lm_head: str = "split",
                    transformers: str | None = None, quant_kernel: str = "fused",
-                   accumulate: str = "fp32") -> dict[str, Any]:
+                   accumulate: str = "fp32", engine: str = "none") -> dict[str, Any]:
     """Concurrent sequences, weight precision and KV precision for the most tokens/s within the latency
     targets and memory, with reasons in numbers (the `advise --serve` document); on `gpus` tensor-parallel
     GPUs of a node when more than one; `transformers` the release whose eager generate runs (None: current);
     `quant_kernel` the kernel of the int8/int4 candidates' products and `accumulate` what their fp16 multiplies
-    accumulate in (`predict_serving`)."""
+    accumulate in, and `engine` the serving engine's loop (`predict_serving`)."""
     from roofline.advise.serving import advise_serving as advise_request
     from roofline.model.llm_step import tensor_parallel_group
     from roofline.report.serving_doc import advice_dict
@@ -711,7 +713,7 @@ def advise_serving(model: str, *, hw: str | None = None, gpu: str | None = None,
         target = plot_path(str(plot), cfg.name, profile.name, force)
     advice = advise_request(cfg, profile, prompt_len, output_len, runtime, precision or "auto", kv_precision,
                             group_size, tpot_ms / 1e3 if tpot_ms else None, ttft_ms / 1e3 if ttft_ms else None, tp,
-                            release, quant_kernel, accumulate)
+                            release, quant_kernel, accumulate, engine)
     out = advice_dict(advice)
     if target is not None:
         from roofline.report.serving_plot import write_serving_plots

@@ -11,7 +11,8 @@ Predictions are `roofline.model.llm_step.predict_serving` with the shipped profi
 lengths and runtime, on the row's `gpus` tensor-parallel GPUs of the node profile holding its GPU, with the row's
 `allreduce` (default NCCL's choice), `lm_head` layout (default split), transformers' `static_cache` length
 where the run had one, the `decode_attention` kernel (default grouped; per-head for TensorRT-LLM v0.5-0.6's
-masked MHA) and, for transformers' eager generate, the `transformers` release the source names
+masked MHA), the serving `engine`'s host loop between forwards (default none; `roofline.model.serving_engine`)
+and, for transformers' eager generate, the `transformers` release the source names
 (`roofline.workload.llm.transformers_release`; default the current one); whether the batch fits is shown, not
 enforced (TensorRT-LLM pages its KV cache).
 """
@@ -114,7 +115,8 @@ def _predict(row: dict[str, Any]) -> ServingPrediction:
     cfg = get_config(row["model"])
     release = transformers_release(row.get("transformers"), cfg)
     return predict_serving(cfg, profile, prec, row["batch"], row["prompt"], row["output"], row["runtime"], tp,
-                           row.get("static_cache"), row.get("decode_attention", "grouped"), release)
+                           row.get("static_cache"), row.get("decode_attention", "grouped"), release,
+                           row.get("engine", "none"))
 
 
 def compare(dataset: dict[str, Any]) -> list[Comparison]:
@@ -134,7 +136,8 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
                         f"{' ' + row['decode_attention'] + ' decode attention' if row.get('decode_attention') else ''}"
                         f"{' transformers ' + str(row['transformers']) if row.get('transformers') else ''}"
                         f"{' ' + row['quant_kernel'] + ' kernel' if row.get('quant_kernel') else ''}"
-                        f"{' fp16 accumulation' if row.get('accumulate') == 'fp16' else ''}")
+                        f"{' fp16 accumulation' if row.get('accumulate') == 'fp16' else ''}"
+                        f"{' engine ' + row['engine'] if row.get('engine') else ''}")
             out.append(Comparison(
                 row_id=str(row["id"]), source_id=block.id, holdout=block.holdout, later_set=block.held_out_set,
                 published=published_time_s(row),

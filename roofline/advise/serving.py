@@ -94,7 +94,7 @@ def advise_serving(cfg: DecoderConfig, profile, prompt: int, output: int, runtim
                    precision: str = "auto", kv: str | None = None, group_size: int = 128,
                    tpot_s: float | None = None, ttft_s: float | None = None,
                    tp: TensorParallel | None = None, release: TransformersRelease = CURRENT,
-                   quant_kernel: str = "fused", accumulate: str = "fp32") -> ServingAdvice:
+                   quant_kernel: str = "fused", accumulate: str = "fp32", engine: str = "none") -> ServingAdvice:
     capacity = profile.memory.capacity_bytes.value
     is_gpu = profile.kind == "gpu"
     sweep: list[tuple[ServingPrediction, bool]] = []
@@ -103,7 +103,7 @@ def advise_serving(cfg: DecoderConfig, profile, prompt: int, output: int, runtim
         limit = max_batch(cfg, prec, prompt, output, capacity, is_gpu, tp, release)
         limits[f"{prec.name}/{prec.kv_name}"] = limit
         for b in _batches(limit):
-            p = predict_serving(cfg, profile, prec, b, prompt, output, runtime, tp, release=release)
+            p = predict_serving(cfg, profile, prec, b, prompt, output, runtime, tp, release=release, engine=engine)
             meets = (tpot_s is None or p.tpot_s <= tpot_s) and (ttft_s is None or p.ttft_s <= ttft_s)
             sweep.append((p, meets))
     if not sweep:
@@ -177,6 +177,15 @@ def _reasons(cfg: DecoderConfig, p: ServingPrediction, limits: dict[str, int], t
             f"({head.rows} x {head.out_features}){' and upcasts them to fp32' if head.upcasts(act) else ''}: "
             f"{held / 1e9:.2f} GB held at once at batch {p.batch}, {held / p.memory.total:.0%} of its memory; "
             "4.45 and later keep the last position's only.")
+    if p.engine.per_sequence_s:
+        host = p.engine_host_s
+        numbers["engine_host_s_per_step"] = host
+        reasons.append(
+            f"The {p.engine.name} engine loop runs {p.engine.per_sequence_s * 1e3:.3f} ms of Python per running "
+            f"sequence around every forward while the GPU waits: {host * 1e3:.2f} ms of the {p.tpot_s * 1e3:.2f} ms "
+            f"step at batch {p.batch} ({host / p.tpot_s:.0%}). However fast the GPU, this loop caps decode at "
+            f"{1 / p.engine.per_sequence_s:,.0f} tokens/s; an engine that overlaps it (vLLM V1, TensorRT-LLM) "
+            "would not (`--engine none`).")
     if (tpot_s or ttft_s) and not ok:
         reasons.append("No configuration meets the latency targets: the smallest batch's TTFT/TPOT exceed them.")
     return reasons, numbers
@@ -196,7 +205,8 @@ def _fp16_accumulate_reason(cfg: DecoderConfig, profile, p: ServingPrediction, r
     name = "fp16" if prec.name == "bf16" else prec.name
     faster = serving_precision(name, prec.kv_name, prec.group_size, "fp16", quant_kernel=prec.quant_kernel,
                                accumulate="fp16")
-    q = predict_serving(cfg, profile, faster, p.batch, p.prompt_len, p.output_len, runtime, tp, release=release)
+    q = predict_serving(cfg, profile, faster, p.batch, p.prompt_len, p.output_len, runtime, tp, release=release,
+                        engine=p.engine.name)
     if q.ttft_s > 0.95 * p.ttft_s:
         return None
     return (f"On this board fp16 products accumulated in fp16 run at {fp16_acc / 1e12:.0f} TFLOP/s against "

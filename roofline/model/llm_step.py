@@ -36,6 +36,7 @@ from roofline.model.llm_runtime import RUNTIMES
 from roofline.model.llm_units import OpUnits, op_units
 from roofline.model.memory import default_reserve_bytes
 from roofline.model.notes import Note
+from roofline.model.serving_engine import ENGINE_LOOPS, EngineLoop, engine_loop
 from roofline.workload.llm.config import ConfigError, DecoderConfig
 from roofline.workload.llm.phases import (
     DECODE_ATTENTION,
@@ -146,18 +147,24 @@ class ServingPrediction:
     ceilings: Ceilings
     tp: TensorParallel | None = None
     release: TransformersRelease = CURRENT
+    engine: EngineLoop = ENGINE_LOOPS["none"]
 
     @property
     def gpus(self) -> int:
         return self.tp.gpus if self.tp else 1
 
     @property
+    def engine_host_s(self) -> float:
+        """The engine loop's host time around each forward, prefill or decode (`serving_engine`)."""
+        return self.engine.step_host_s(self.batch)
+
+    @property
     def ttft_s(self) -> float:
-        return self.prefill.time_s
+        return self.prefill.time_s + self.engine_host_s
 
     @property
     def tpot_s(self) -> float:
-        return self.decode.time_s
+        return self.decode.time_s + self.engine_host_s
 
     @property
     def request_s(self) -> float:
@@ -460,11 +467,12 @@ def engine_kv_tokens(cfg: DecoderConfig, prec: ServingPrecision, budget_bytes: f
 def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: int, prompt: int, output: int,
                     runtime: str = "eager", tp: TensorParallel | None = None,
                     static_cache: int | None = None, decode_attention: str = "grouped",
-                    release: TransformersRelease = CURRENT) -> ServingPrediction:
+                    release: TransformersRelease = CURRENT, engine: str = "none") -> ServingPrediction:
     """One request of `batch` sequences; `static_cache` is transformers' StaticCache length, which generate
     compiles the forward for (so it runs under the graph runtime); `decode_attention` the decode kernel
     (`phases.DECODE_ATTENTION`); `release` the transformers release whose eager forward runs
-    (`transformers_release`)."""
+    (`transformers_release`); `engine` the serving engine's loop around each forward (`serving_engine`)."""
+    loop = engine_loop(engine)
     if runtime not in RUNTIMES:
         raise RooflineError(f"unknown runtime '{runtime}'; choose one of {', '.join(RUNTIMES)}")
     if prec.quant_kernel != "fused" and profile.kind != "gpu":
@@ -498,7 +506,7 @@ def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: 
     return ServingPrediction(cfg.name, profile.name, batch, prompt, output, prec, runtime,
                              phase_cost(cfg, pre, prec, units, runtime, reuse, tp),
                              phase_cost(cfg, dec, prec, units, runtime, reuse, tp),
-                             memory, profile.memory.capacity_bytes.value, c, tp, release)
+                             memory, profile.memory.capacity_bytes.value, c, tp, release, loop)
 
 
 def require_fit(p: ServingPrediction) -> None:

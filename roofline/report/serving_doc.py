@@ -40,7 +40,14 @@ def prediction_dict(p: Any) -> dict[str, Any]:
         "layers": phase_layers(p.decode),
         "gpus": p.gpus, "tensor_parallel": tensor_parallel_dict(p),
         "transformers": {"release": p.release.label, "adds": p.release.describe()},
+        "engine": engine_dict(p),
     }
+
+
+def engine_dict(p: Any) -> dict[str, Any]:
+    """The serving engine's host loop: its time around each forward at this batch, which TTFT and TPOT include."""
+    return {"name": p.engine.name, "host_s_per_step": p.engine_host_s, "fixed_s": p.engine.fixed_s,
+            "per_sequence_s": p.engine.per_sequence_s, "source": p.engine.source}
 
 
 def tensor_parallel_dict(p: Any) -> dict[str, Any] | None:
@@ -72,5 +79,5 @@ def advice_dict(a: Any) -> dict[str, Any]:
         "max_batch_size": max(a.max_batch_by_precision.values()),
         "max_batch_size_by_precision": a.max_batch_by_precision,
         "sweep": rows, "reasons": a.reasons, "reason_numbers": a.numbers, "track_record": a.track_record,
-        "transformers": a.sweep[0][0].release.label,
+        "transformers": a.sweep[0][0].release.label, "engine": a.sweep[0][0].engine.name,
     }

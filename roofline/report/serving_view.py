@@ -42,6 +42,10 @@ def render_serving_prediction(out: dict[str, Any]) -> None:
     release = out.get("transformers") or {}
     if release.get("adds"):
         console.print(f"  transformers {release['release']}: {'; '.join(release['adds'])}")
+    if (engine := out.get("engine") or {}).get("host_s_per_step"):
+        console.print(f"  {engine['name']} engine loop: {format_si(engine['host_s_per_step'], 's')} of host time "
+                      f"around every forward at batch {out['batch_size']} ({format_si(engine['fixed_s'], 's')} + "
+                      f"{format_si(engine['per_sequence_s'], 's')} per sequence), included in both times above")
     if tp := out.get("tensor_parallel"):
         comm = tp["communication_s"]
         console.print(f"  tensor parallel over {tp['gpus']} GPUs of {tp['node']} (memory above is one GPU's): "
