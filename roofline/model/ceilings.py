@@ -410,13 +410,22 @@ def architecture_family(profile: Profile) -> str:
     return profile.architecture.split()[0] if isinstance(profile, GpuProfile) else ""
 
 
+ISSUE_KIN_ARCHITECTURES = ("Ampere", "Ada", "Hopper", "Blackwell")
+"""Architectures whose SMs issue as the reference's do when they have its fp32 lanes: from Ampere's GA10x chips on,
+an SM is four partitions of 32 fp32 lanes with the second fp32 datapath (128 lanes), so a kernel's issue time
+scales by SM-cycles between them (GA102, Ada, Hopper, Blackwell; GA100, at 64 lanes, is left out). Chosen in the
+twenty-fourth session after the record's errors on those boards had been seen (Ada boards priced 15% too slow at
+the median under the lower-of carry); the sixteenth steps set was gathered after it was committed to test it."""
+
+
 def runtime_figures(runtime: str, levels: tuple[Level, ...], element_bytes: int, sm_cycles_per_s: float,
                     fp32_lanes_per_sm: int, architecture: str) -> tuple[dict[str, float], dict[str, float]]:
     """(host seconds per layer call by kind, kernel streaming rates by kernel key) of eager PyTorch on a GPU
     that has no calibration of its own, from the measured runtime profile (`roofline.hardware.runtime`): the
     host costs as measured, and each kernel's rate carried from the machine it was measured on.
 
-    On a GPU of the reference machine's architecture (`KernelRates.reference_architecture`, Hopper) the kernel
+    On a GPU of the reference machine's architecture (`KernelRates.reference_architecture`, Hopper), or of an
+    architecture whose SMs issue as its do (`ISSUE_KIN_ARCHITECTURES` with the reference's fp32 lanes), the kernel
     moves its bytes at this GPU's DRAM level and spends the rest of its reference time issuing, scaled by SMs x
     clock (`carried_kernel_rate`). That is what an H200 measured: the H100's 132 SMs at the same clock and 1.42x
     its copy rate, on which max pooling and LayerNorm ran at the H100's rate, BatchNorm in training over fp16 5%
@@ -429,9 +438,9 @@ def runtime_figures(runtime: str, levels: tuple[Level, ...], element_bytes: int,
     A kernel bound by its instructions over narrow elements (`KernelRates.element_bound_shares`: the same elements
     per second over fp32 and fp16) has its issue time carried by fp32 lane-cycles instead, which differ per SM
     between generations, and on another architecture as far as the share it reached over fp32 allows.
-    BatchNorm in eval over fp16 streamed 48% of the H100's copy rate; an RTX 4090 (41 T lane-cycles/s against the
-    H100's 33 T, a third of its bandwidth) runs it at 80% of its DRAM rate, a V100 (64 lanes an SM) at 23% of the
-    H100's rate.
+    BatchNorm in eval over fp16 streamed 48% of the H100's copy rate; a V100 (64 lanes an SM) runs it at 23% of
+    the H100's rate, an RTX 4090 (41 T lane-cycles/s against the H100's 33 T, a third of its bandwidth) at its
+    DRAM rate and issue time combined.
     A kernel whose backward was not measured is given its forward's share: where both were (BatchNorm, ReLU in
     ResNet-50's steps on the H100) they are within 20% of each other, max pooling excepted. A layout's
     own figure (':nchw', one forward kernel timed alone) is not carried to the backward, which keeps the kernel's
@@ -443,7 +452,8 @@ def runtime_figures(runtime: str, levels: tuple[Level, ...], element_bytes: int,
     sm_scale = sm_cycles_per_s / measured.reference_sm_cycles_per_s * measured.reference_bandwidth_bytes_per_s
     lane_scale = sm_scale * fp32_lanes_per_sm / measured.reference_fp32_lanes_per_sm
     lifted = measured.element_bound_shares(element_bytes)
-    same = architecture == measured.reference_architecture
+    same = architecture == measured.reference_architecture or (
+        architecture in ISSUE_KIN_ARCHITECTURES and fp32_lanes_per_sm == measured.reference_fp32_lanes_per_sm)
 
     def carried(key: str, share: float) -> float:
         scale = lane_scale if key in lifted else sm_scale
