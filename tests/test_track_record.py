@@ -227,8 +227,8 @@ def test_a_gpu_the_record_has_runs_on_quotes_their_median():
 
 
 def test_a_gpu_without_held_out_runs_says_the_prediction_rests_on_its_profile():
-    assert not _device_rows(COMPARISON, "a10g", held_out=True)
-    record = api.predict("resnet50", gpu="a10g", batch=64).device_record
+    assert not _device_rows(COMPARISON, "l40s", held_out=True)
+    record = api.predict("resnet50", gpu="l40s", batch=64).device_record
     assert record["rows"] == 0 and "no held-out published run" in record["text"]
     assert api.predict("resnet50", cpu="textbook-cpu", batch=1).device_record is None
 
