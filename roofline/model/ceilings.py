@@ -415,7 +415,8 @@ ISSUE_KIN_ARCHITECTURES = ("Ampere", "Ada", "Hopper", "Blackwell")
 an SM is four partitions of 32 fp32 lanes with the second fp32 datapath (128 lanes), so a kernel's issue time
 scales by SM-cycles between them (GA102, Ada, Hopper, Blackwell; GA100, at 64 lanes, is left out). Chosen in the
 twenty-fourth session after the record's errors on those boards had been seen (Ada boards priced 15% too slow at
-the median under the lower-of carry); the sixteenth steps set was gathered after it was committed to test it."""
+the median under the lower-of carry); the sixteenth steps set, gathered after it was committed to test it, could
+not decide (BERT at batch 1 on an A10G: 12 of 14 rows on the host's floor, 32.0% under either carry)."""
 
 
 def runtime_figures(runtime: str, levels: tuple[Level, ...], element_bytes: int, sm_cycles_per_s: float,
