@@ -34,7 +34,6 @@ rewritten after each section, so a run stopped at its limit returns what it meas
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -45,7 +44,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from gpu_live import cuda_time, environment  # noqa: E402
+from gpu_live import cuda_time, run_sections  # noqa: E402
 
 FLOOR_KERNELS = 200
 """Kernels per captured graph in `floors`: their replay lasts hundreds of microseconds, so the one graph launch
@@ -475,13 +474,6 @@ def main() -> int:
     parser.add_argument("--budget-s", type=float, default=240.0)
     args = parser.parse_args()
     start = time.time()
-    sections = args.sections.split(",")
-    doc: dict[str, Any] = {"environment": environment(), "script": "benchmarks/gpu_decode_kernels.py"}
-
-    def save() -> None:
-        doc["elapsed_s"] = time.time() - start
-        args.out.write_text(json.dumps(doc, indent=1))
-
     runs: list[tuple[str, Callable[[], Any]]] = [
         ("floors", floors), ("ramp", ramp), ("skinny", lambda: skinny(start + args.budget_s * 0.45)),
         ("int4", lambda: int4(start + args.budget_s * 0.55)),
@@ -491,15 +483,7 @@ def main() -> int:
         ("int4_check", lambda: int4(start + args.budget_s, CHECK_INT4_CASES)),
         ("int8wo", lambda: int8wo(start + args.budget_s)),
         ("int8wo_gptfast", lambda: int8wo(start + args.budget_s, (1, 8), ("compiled",), coordinate_descent=True))]
-    for name, fn in runs:
-        if name not in sections:
-            continue
-        try:
-            doc[name] = fn()
-        except (RuntimeError, ValueError, TypeError, AttributeError) as exc:
-            doc[name] = {"error": str(exc)[:300]}
-        print(name, "done", round(time.time() - start, 1), flush=True)
-        save()
+    run_sections(args.out, "benchmarks/gpu_decode_kernels.py", runs, args.sections.split(","), start)
     return 0
 
 

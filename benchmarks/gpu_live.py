@@ -84,6 +84,24 @@ def environment() -> dict[str, Any]:
     return env
 
 
+def run_sections(out: Path, script: str, runs: list[tuple[str, Callable[[], Any]]], sections: list[str],
+                 start: float) -> None:
+    """Run each named section that `sections` asks for, in order, into one JSON document at `out` (the
+    environment, the script, each section's rows or its error, the seconds so far), rewritten after every section
+    so that a run stopped at its limit still returns what it measured."""
+    doc: dict[str, Any] = {"environment": environment(), "script": script}
+    for name, fn in runs:
+        if name not in sections:
+            continue
+        try:
+            doc[name] = fn()
+        except (RuntimeError, ValueError, TypeError, AttributeError, ImportError) as exc:
+            doc[name] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        print(name, "done", round(time.time() - start, 1), flush=True)
+        doc["elapsed_s"] = time.time() - start
+        out.write_text(json.dumps(doc, indent=1))
+
+
 def gemm_rates() -> list[dict[str, Any]]:
     """C = A @ B for square sizes and for few-row products (decode-shaped), per dtype, in FLOP/s (2 per MAC)."""
     import torch

@@ -28,6 +28,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from gpu_live import cuda_time  # noqa: E402
+
 SHAPES = [(m, 14336, 4096) for m in (64, 256, 1024, 4096)] + [(m, 4096, 14336) for m in (256, 4096)] + [
     (2048, 11008, 4096), (8192, 8192, 8192)]
 """(M, N, K) of y = x @ W with x (M, K) and W (K, N)."""
@@ -59,29 +63,6 @@ def _kernel() -> Any:
     return matmul
 
 
-def _time(fn: Any, min_s: float = 0.05) -> float:
-    """Median seconds per call over three windows of CUDA events."""
-    import torch
-
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fn()
-    end.record()
-    end.synchronize()
-    n = max(1, int(min_s / max(start.elapsed_time(end) * 1e-3, 1e-6)))
-    samples = []
-    for _ in range(3):
-        start.record()
-        for _ in range(n):
-            fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) * 1e-3 / n)
-    return sorted(samples)[1]
-
-
 def measure(device: str = "cuda", shapes: list[tuple[int, int, int]] = SHAPES) -> list[dict[str, Any]]:
     """Each shape: the fastest Triton configuration's seconds, and cuBLAS's; run in the mode this process's
     DISABLE_MMA_V3 sets."""
@@ -102,7 +83,7 @@ def measure(device: str = "cuda", shapes: list[tuple[int, int, int]] = SHAPES) -
                              y.stride(0), y.stride(1), K=shape[2], BM=tile[0], BN=tile[1], BK=tile[2],
                              num_warps=warps, num_stages=stages)
             try:
-                t = _time(run) if device == "cuda" else (run() or 0.0)
+                t = cuda_time(run, min_s=0.05, warmup=1)["median_s"] if device == "cuda" else (run() or 0.0)
             except Exception as exc:  # a configuration the compiler refuses is skipped, the others still run
                 print("config", (bm, bn, bk, warps, stages), type(exc).__name__, str(exc)[:120], flush=True)
                 continue
@@ -112,7 +93,7 @@ def measure(device: str = "cuda", shapes: list[tuple[int, int, int]] = SHAPES) -
             torch.testing.assert_close(y.float(), (x.float() @ w.float()), rtol=2e-2, atol=2e-1)
             rows.append({"m": m, "n": n, "k": k, "checked": True})
             continue
-        cublas = _time(lambda x=x, w=w: torch.matmul(x, w))
+        cublas = cuda_time(lambda x=x, w=w: torch.matmul(x, w), min_s=0.05, warmup=1)["median_s"]
         flops = 2.0 * m * n * k
         row: dict[str, Any] = {"m": m, "n": n, "k": k, "cublas_s": cublas, "cublas_flops_per_s": flops / cublas}
         if best is not None:

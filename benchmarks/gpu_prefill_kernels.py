@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import threading
 import time
@@ -39,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from gpu_decode_kernels import _rotated, graph_time  # noqa: E402
-from gpu_live import cuda_time, environment  # noqa: E402
+from gpu_live import cuda_time, run_sections  # noqa: E402
 
 PRODUCT_SHAPES = [(4096, 4096), (11008, 4096), (4096, 11008), (5120, 5120), (13824, 5120), (5120, 13824),
                   (1024, 4096), (14336, 4096), (4096, 14336)]
@@ -278,26 +277,11 @@ def main() -> int:
     parser.add_argument("--budget-s", type=float, default=200.0)
     args = parser.parse_args()
     start = time.time()
-    sections = args.sections.split(",")
-    doc: dict[str, Any] = {"environment": environment(), "script": "benchmarks/gpu_prefill_kernels.py"}
-
-    def save() -> None:
-        doc["elapsed_s"] = time.time() - start
-        args.out.write_text(json.dumps(doc, indent=1))
-
     runs: list[tuple[str, Callable[[], Any]]] = [
         ("products", lambda: products(start + args.budget_s * 0.35)),
         ("attention", lambda: attention(start + args.budget_s * 0.55)),
         ("forward", lambda: forward(start + args.budget_s))]
-    for name, fn in runs:
-        if name not in sections:
-            continue
-        try:
-            doc[name] = fn()
-        except (RuntimeError, ValueError, TypeError, AttributeError, ImportError) as exc:
-            doc[name] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
-        print(name, "done", round(time.time() - start, 1), flush=True)
-        save()
+    run_sections(args.out, "benchmarks/gpu_prefill_kernels.py", runs, args.sections.split(","), start)
     return 0
 
 
