@@ -186,6 +186,26 @@ def test_same_dense_peak_shares_a_published_sustained_rate():
     assert "same peak" in provenance
 
 
+def test_an_eight_bit_dtype_without_a_figure_takes_its_boards_sixteen_bit_share():
+    # L40S: bf16 sustains a published 269.15e12 of its 366.5e12 dense peak; fp8 has no figure, so it sustains
+    # the same share of its own 733e12 peak, not the datasheet peak
+    gpu = find_profile("l40s", kind="gpu")
+    assert gpu.tensor_cores["fp8"].sustained_flops_per_s is None
+    rate, provenance = sustained_matrix_rate(gpu, "fp8")
+    assert rate == pytest.approx(733.0e12 * 269.15e12 / 366.5e12)
+    assert "16-bit" in provenance
+    # H100 SXM5: fp8's own published figure (cuBLASLt, 1377.3e12) wins over the carried share
+    assert sustained_matrix_rate(find_profile("h100", kind="gpu"), "fp8")[0] == pytest.approx(1377.3e12)
+
+
+def test_a_sixteen_bit_share_above_the_listed_peak_does_not_lift_eight_bit_above_its_peak():
+    # RTX 5090: bf16's published 238e12 exceeds the 209.5e12 fp32-accumulate peak its profile lists; fp8 stays at
+    # its datasheet peak rather than 1.14x it
+    gpu = find_profile("rtx-5090", kind="gpu")
+    assert gpu.tensor_cores["bf16"].sustained_flops_per_s.value > gpu.tensor_cores["bf16"].dense_flops_per_s.value
+    assert sustained_matrix_rate(gpu, "fp8")[0] == pytest.approx(gpu.tensor_cores["fp8"].dense_flops_per_s.value)
+
+
 def test_no_published_rate_takes_the_measured_library_share():
     # RTX 3090 tf32: no sustained figure for any dtype, so datasheet x the share measured on the H100
     gpu = find_profile("rtx-3090", kind="gpu")

@@ -305,12 +305,18 @@ def monotone_curve(points: list[tuple[int, float]]) -> tuple[tuple[int, float], 
     return tuple(out)
 
 
+EIGHT_BIT_TENSOR_DTYPES = ("fp8", "int8")
+"""Tensor-core dtypes of one byte, whose products no runtime profile measured a library share for."""
+SIXTEEN_BIT_TENSOR_DTYPES = ("bf16", "fp16")
+
+
 def sustained_matrix_rate(profile: GpuProfile, dtype: str, runtime: str | None = EAGER_CUDA) -> tuple[float, str]:
     """(FLOP/s, provenance) a large tensor-core GEMM sustains in `dtype` on a GPU without a calibration: the
     profile's published measurement for the dtype; else one for another dtype of the same dense peak (fp16 and
     bf16 run on the same tensor-core datapath at the same rate since Ampere: the same chip gets the same rate);
-    else the datasheet peak times the share cuBLAS was measured to sustain on the runtime profile's GPU (the
-    datasheet peak itself when no runtime is named)."""
+    else, for an 8-bit dtype, the share of its peak that the same board's 16-bit products sustain
+    (`sixteen_bit_share`); else the datasheet peak times the share cuBLAS was measured to sustain on the runtime
+    profile's GPU (the datasheet peak itself when no runtime is named)."""
     cores = profile.tensor_cores
     dense = cores[dtype].dense_flops_per_s.value
     if cores[dtype].sustained_flops_per_s is not None:
@@ -318,10 +324,29 @@ def sustained_matrix_rate(profile: GpuProfile, dtype: str, runtime: str | None =
     for other in cores.values():
         if other.sustained_flops_per_s is not None and other.dense_flops_per_s.value == dense:
             return other.sustained_flops_per_s.value, "published measurement (same peak, other dtype)"
+    if dtype in EIGHT_BIT_TENSOR_DTYPES and (board := sixteen_bit_share(profile, runtime)) is not None:
+        return dense * board[0], f"datasheet x this board's 16-bit sustained share ({board[1]})"
     share = load_runtime(runtime).gemm_sustained_share.by_dtype.get(dtype) if runtime else None
     if share is None:
         return dense, "datasheet"
     return dense * share, "datasheet x measured library share"
+
+
+def sixteen_bit_share(profile: GpuProfile, runtime: str | None = EAGER_CUDA) -> tuple[float, str] | None:
+    """(share, provenance) of its dense peak that the board's 16-bit tensor-core products sustain, at most 1; None
+    on a board without 16-bit tensor cores. An 8-bit product runs on the same tensor cores under the same power
+    limit and clocks, which bound what any product sustains, so a board with no 8-bit measurement is given its
+    16-bit share rather than its 8-bit datasheet peak: on the two boards with both published (cuBLASLt fp8 at
+    16384^3 on Azure's ND H100 v5 and ND H200 v5, hardware_profiles/gpu/h100-sxm5-80gb.yaml and
+    h200-sxm-141gb.yaml) fp8 sustains 0.696 and 0.690 of its peak where bf16 sustains 0.733 and 0.734. Without
+    this, an L40S priced fp8 at 100% of its peak and bf16 at its measured 73%. Capped at 1: a GeForce board's
+    16-bit figure can exceed the fp32-accumulate peak its profile lists."""
+    cores = profile.tensor_cores
+    for dtype in SIXTEEN_BIT_TENSOR_DTYPES:
+        if dtype in cores:
+            rate, provenance = sustained_matrix_rate(profile, dtype, runtime)
+            return min(1.0, rate / cores[dtype].dense_flops_per_s.value), f"{dtype}: {provenance}"
+    return None
 
 
 def _sustained_provenance(figure: Figure) -> str:
