@@ -193,7 +193,7 @@ def test_an_eight_bit_dtype_without_a_figure_takes_its_boards_sixteen_bit_share(
     assert gpu.tensor_cores["fp8"].sustained_flops_per_s is None
     rate, provenance = sustained_matrix_rate(gpu, "fp8")
     assert rate == pytest.approx(733.0e12 * 269.15e12 / 366.5e12)
-    assert "16-bit" in provenance
+    assert provenance == "datasheet x this board's published bf16 share"
     # H100 SXM5: fp8's own published figure (cuBLASLt, 1377.3e12) wins over the carried share
     assert sustained_matrix_rate(find_profile("h100", kind="gpu"), "fp8")[0] == pytest.approx(1377.3e12)
 
@@ -206,9 +206,22 @@ def test_a_sixteen_bit_share_above_the_listed_peak_does_not_lift_eight_bit_above
     assert sustained_matrix_rate(gpu, "fp8")[0] == pytest.approx(gpu.tensor_cores["fp8"].dense_flops_per_s.value)
 
 
+def test_tf32_takes_its_boards_published_sixteen_bit_share_times_the_librarys_ratio():
+    # A100-SXM4-80GB: no TF32 figure, a published bf16 one; TF32 sustains the board's bf16 share of peak times the
+    # ratio the runtime's GPU measured between the two dtypes
+    gpu = find_profile("a100-sxm4-80gb", kind="gpu")
+    cores = gpu.tensor_cores
+    library = load_runtime(EAGER_CUDA).gemm_sustained_share.by_dtype
+    expected = (cores["tf32"].dense_flops_per_s.value * cores["bf16"].sustained_flops_per_s.value
+                / cores["bf16"].dense_flops_per_s.value * library["tf32"] / library["bf16"])
+    rate, provenance = sustained_matrix_rate(gpu, "tf32")
+    assert rate == pytest.approx(expected)
+    assert "published bf16 share" in provenance
+
+
 def test_no_published_rate_takes_the_measured_library_share():
-    # RTX 3090 tf32: no sustained figure for any dtype, so datasheet x the share measured on the H100
-    gpu = find_profile("rtx-3090", kind="gpu")
+    # RTX 4080 tf32: no sustained figure for any dtype, so datasheet x the share measured on the H100
+    gpu = find_profile("rtx-4080", kind="gpu")
     share = load_runtime(EAGER_CUDA).gemm_sustained_share.by_dtype["tf32"]
     rate, provenance = sustained_matrix_rate(gpu, "tf32")
     assert rate == pytest.approx(gpu.tensor_cores["tf32"].dense_flops_per_s.value * share)

@@ -305,48 +305,80 @@ def monotone_curve(points: list[tuple[int, float]]) -> tuple[tuple[int, float], 
     return tuple(out)
 
 
-EIGHT_BIT_TENSOR_DTYPES = ("fp8", "int8")
-"""Tensor-core dtypes of one byte, whose products no runtime profile measured a library share for."""
 SIXTEEN_BIT_TENSOR_DTYPES = ("bf16", "fp16")
 
 
-def sustained_matrix_rate(profile: GpuProfile, dtype: str, runtime: str | None = EAGER_CUDA) -> tuple[float, str]:
-    """(FLOP/s, provenance) a large tensor-core GEMM sustains in `dtype` on a GPU without a calibration: the
-    profile's published measurement for the dtype; else one for another dtype of the same dense peak (fp16 and
-    bf16 run on the same tensor-core datapath at the same rate since Ampere: the same chip gets the same rate);
-    else, for an 8-bit dtype, the share of its peak that the same board's 16-bit products sustain
-    (`sixteen_bit_share`); else the datasheet peak times the share cuBLAS was measured to sustain on the runtime
-    profile's GPU (the datasheet peak itself when no runtime is named)."""
+def _published_tensor_rate(profile: GpuProfile, dtype: str) -> tuple[float, str] | None:
+    """(FLOP/s, provenance) of the profile's published measurement for `dtype`, or for another dtype of the same
+    dense peak (fp16 and bf16 run on the same tensor-core datapath at the same rate since Ampere); None."""
     cores = profile.tensor_cores
-    dense = cores[dtype].dense_flops_per_s.value
     if cores[dtype].sustained_flops_per_s is not None:
         return cores[dtype].sustained_flops_per_s.value, "published measurement"
+    dense = cores[dtype].dense_flops_per_s.value
     for other in cores.values():
         if other.sustained_flops_per_s is not None and other.dense_flops_per_s.value == dense:
             return other.sustained_flops_per_s.value, "published measurement (same peak, other dtype)"
-    if dtype in EIGHT_BIT_TENSOR_DTYPES and (board := sixteen_bit_share(profile, runtime)) is not None:
-        return dense * board[0], f"datasheet x this board's 16-bit sustained share ({board[1]})"
-    share = load_runtime(runtime).gemm_sustained_share.by_dtype.get(dtype) if runtime else None
-    if share is None:
-        return dense, "datasheet"
-    return dense * share, "datasheet x measured library share"
+    return None
 
 
-def sixteen_bit_share(profile: GpuProfile, runtime: str | None = EAGER_CUDA) -> tuple[float, str] | None:
-    """(share, provenance) of its dense peak that the board's 16-bit tensor-core products sustain, at most 1; None
-    on a board without 16-bit tensor cores. An 8-bit product runs on the same tensor cores under the same power
-    limit and clocks, which bound what any product sustains, so a board with no 8-bit measurement is given its
-    16-bit share rather than its 8-bit datasheet peak: on the two boards with both published (cuBLASLt fp8 at
-    16384^3 on Azure's ND H100 v5 and ND H200 v5, hardware_profiles/gpu/h100-sxm5-80gb.yaml and
-    h200-sxm-141gb.yaml) fp8 sustains 0.696 and 0.690 of its peak where bf16 sustains 0.733 and 0.734. Without
-    this, an L40S priced fp8 at 100% of its peak and bf16 at its measured 73%. Capped at 1: a GeForce board's
-    16-bit figure can exceed the fp32-accumulate peak its profile lists."""
+@dataclass(frozen=True)
+class BoardShare:
+    """The share of its dense peak that a board's 16-bit tensor-core products sustain (`sixteen_bit_share`)."""
+
+    share: float
+    dtype: str
+    measured: bool
+    """From a published figure of this board; else the runtime's library share for the 16-bit dtype."""
+
+
+def sixteen_bit_share(profile: GpuProfile, runtime: str | None = EAGER_CUDA) -> BoardShare | None:
+    """What the board's 16-bit tensor-core products sustain of their peak, at most 1 (a GeForce board's 16-bit
+    figure can exceed the fp32-accumulate peak its profile lists); None on a board without 16-bit tensor cores or
+    any figure for them. Every tensor-core product of a board runs on the same tensor cores under the same power
+    limit and clocks, which bound what any product sustains, so another dtype with no figure of its own takes this
+    share (`sustained_matrix_rate`) rather than its datasheet peak or another board's share. The boards with both
+    figures published bear it out:
+    - 8-bit: cuBLASLt fp8 at 16384^3 on Azure's ND H100 v5 and ND H200 v5 (hardware_profiles/gpu/h100-sxm5-80gb.yaml,
+      h200-sxm-141gb.yaml) sustains 0.696 and 0.690 of its peak where bf16 sustains 0.733 and 0.734; before, an L40S
+      priced fp8 at 100% of its peak and bf16 at its measured 73%;
+    - TF32: on the A100 PCIe 40GB, A10G, A40, H100 PCIe, L4 and RTX 3080 the published TF32 share is 0.62, 0.98,
+      0.80, 0.64, 0.43 and 1.07 where the 16-bit one is 0.69, 0.95, 0.74, 0.65, 0.49 and 1.00: the 16-bit share
+      times the library's TF32/16-bit ratio (0.967) misses them by 1-11% (median 8.5%), the H100's library share
+      alone (0.71) by 11-66% (median 20%)."""
     cores = profile.tensor_cores
     for dtype in SIXTEEN_BIT_TENSOR_DTYPES:
         if dtype in cores:
-            rate, provenance = sustained_matrix_rate(profile, dtype, runtime)
-            return min(1.0, rate / cores[dtype].dense_flops_per_s.value), f"{dtype}: {provenance}"
+            published = _published_tensor_rate(profile, dtype)
+            if published is not None:
+                return BoardShare(min(1.0, published[0] / cores[dtype].dense_flops_per_s.value), dtype, True)
+            library = load_runtime(runtime).gemm_sustained_share.by_dtype if runtime else {}
+            return BoardShare(library[dtype], dtype, False) if dtype in library else None
     return None
+
+
+def sustained_matrix_rate(profile: GpuProfile, dtype: str, runtime: str | None = EAGER_CUDA) -> tuple[float, str]:
+    """(FLOP/s, provenance) a large tensor-core GEMM sustains in `dtype` on a GPU without a calibration: a published
+    measurement (`_published_tensor_rate`); else the share its board's 16-bit products sustain
+    (`sixteen_bit_share`), where the board has a 16-bit figure of its own or the runtime measured no share for the
+    dtype (8-bit), times the runtime library's ratio between the two dtypes where it measured both (TF32); else the
+    datasheet peak times the share cuBLAS was measured to sustain on the runtime profile's GPU (the datasheet peak
+    itself when no runtime is named)."""
+    published = _published_tensor_rate(profile, dtype)
+    if published is not None:
+        return published
+    dense = profile.tensor_cores[dtype].dense_flops_per_s.value
+    library = load_runtime(runtime).gemm_sustained_share.by_dtype if runtime else {}
+    board = sixteen_bit_share(profile, runtime) if dtype not in SIXTEEN_BIT_TENSOR_DTYPES else None
+    if board is not None and (board.measured or dtype not in library):
+        where = "this board's published" if board.measured else "the measured library's"
+        if dtype in library and board.dtype in library:
+            return (dense * board.share * library[dtype] / library[board.dtype],
+                    f"datasheet x {where} {board.dtype} share x the library's {dtype}/{board.dtype} ratio")
+        return dense * board.share, f"datasheet x {where} {board.dtype} share"
+    share = library.get(dtype)
+    if share is None:
+        return dense, "datasheet"
+    return dense * share, "datasheet x measured library share"
 
 
 def _sustained_provenance(figure: Figure) -> str:
