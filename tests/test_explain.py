@@ -101,3 +101,22 @@ def test_one_ridge_point_for_every_view(v100):
     assert c.ridge_point == pytest.approx(c.peak_flops_per_s / c.dram.bandwidth_bytes_per_s)
     assert explain(v100, "fp16")["ridge_point"]["fp16"] == pytest.approx(
         ridge_point(explain(v100, "fp16")["peak_flops"]["fp16"], 900e9))
+
+
+def test_explain_names_the_sustained_tensor_rates_predictions_use(capsys):
+    from roofline.model.ceilings import ceilings_for
+    from roofline.workload.precision import get_precision
+
+    # L40S: bf16 has a published 269.15e12 of its 366.5e12 peak; fp8, with no figure, sustains the same share of
+    # its 733e12 peak, and that is what the cost model prices an fp8 product's tensor cores at
+    l40s = find_profile("l40s")
+    rows = {r["dtype"]: r for r in explain(l40s, "fp16")["sustained_matrix"]}
+    assert rows["bf16"]["value"] == pytest.approx(269.15e12)
+    assert rows["fp8"]["value"] == pytest.approx(733e12 * 269.15e12 / 366.5e12)
+    assert rows["fp8"]["share"] == pytest.approx(269.15 / 366.5)
+    assert ceilings_for(l40s, get_precision("fp8")).matrix_flops_per_s == pytest.approx(rows["fp8"]["value"])
+    assert cli.main(["explain", "--gpu", "l40s"]) == 0
+    assert "a large fp8 product sustains 5.38e14 FLOP/s, 73% of its peak" in capsys.readouterr().out
+    # a CPU has no tensor cores to list
+    assert explain(find_profile("textbook", kind="cpu"))["sustained_matrix"] == []
+

@@ -60,6 +60,23 @@ def peak_rows(profile: Profile) -> list[dict[str, Any]]:
     return rows
 
 
+def sustained_matrix_rows(profile: Profile) -> list[dict[str, Any]]:
+    """What a large tensor-core product sustains per dtype on a GPU without a calibration, and where the figure
+    comes from (`ceilings.sustained_matrix_rate`): the rate predictions price the matrix units at, which the
+    datasheet peaks above overstate by the board's power limit and the library's kernels. None on a CPU."""
+    from roofline.hardware.schema import GpuProfile
+    from roofline.model.ceilings import sustained_matrix_rate
+
+    if not isinstance(profile, GpuProfile) or profile.measured:
+        return []
+    rows = []
+    for dtype, cores in profile.tensor_cores.items():
+        rate, provenance = sustained_matrix_rate(profile, dtype)
+        rows.append({"dtype": dtype, "value": rate, "share": rate / cores.dense_flops_per_s.value,
+                     "provenance": provenance})
+    return rows
+
+
 def gemm_crossover_n(ridge: float, element_bytes: float) -> float:
     """Square GEMM size whose intensity equals the ridge point.
 
@@ -118,6 +135,7 @@ def explain(profile: Profile, precision: str = "fp32") -> dict[str, Any]:
         "kind": profile.kind,
         "peak_flops": peaks,
         "peak_formulas": peak_rows(profile),
+        "sustained_matrix": sustained_matrix_rows(profile),
         "compute_bytes_per_s": compute.value,
         "compute_formula": f"{compute.with_numbers()} = {format_sci(compute.value)} B/s",
         "memory_bandwidth": bandwidth,

@@ -17,6 +17,10 @@ def render_explanation(out: dict[str, Any]) -> None:
     console.print(f"  bytes the cores can consume: {out['compute_formula']}")
     for row in out["peak_formulas"]:
         console.print(f"  {row['dtype']} ({row['path']} units): {row['with_numbers']}")
+    for row in out.get("sustained_matrix", []):
+        rate = format_sci(row["value"])
+        console.print(f"  a large {row['dtype']} product sustains {rate} FLOP/s, {row['share']:.0%} of its peak: "
+                      f"predictions price the tensor cores at this [dim]({row['provenance']})[/]")
     console.print("[bold]How fast memory feeds it[/]")
     console.print(f"  DRAM: {out['memory_formula']}")
     if out.get("sustained_memory_bandwidth"):
