@@ -132,6 +132,7 @@ def test_shipped_serving_rows_are_the_comparisons_held_out_rows():
         assert s["error"] == r["error"]
         assert (s["phase"], s["runtime"], s["batch"], s["gpus"]) == (
             r["extra"]["phase"], r["extra"]["runtime"], r["extra"]["batch"], r["extra"]["gpus"])
+        assert s["weights"] == ("weight_only" if r["groups"]["precision"] in ("int8", "int4") else "float")
 
 
 def test_serving_keys_follow_each_rows_settings():
@@ -176,6 +177,26 @@ def test_the_runtime_is_never_widened_over():
     assert 0 < len(_serving_rows(phase="first_token", runtime="graph", batch="batched")) < tr.MIN_ROWS
     out = api.predict_serving("llama-2-7b", gpu="h100", batch=16, prompt_len=128, output_len=128, runtime="graph")
     assert set(out["track_record"]) == {"output_tokens"}
+
+
+def test_weight_only_weights_at_batch_above_one_quote_their_own_runs():
+    """int4 at batch 8 on the graph runtime quotes every held-out weight-only run at batch above 1 on that runtime,
+    both phases, with the published-over-predicted ratios of the comparison; bf16 and batch 1 quote none."""
+    rows = [r for r in SERVING_HELD_OUT if r["groups"]["precision"] in ("int8", "int4")
+            and r["extra"]["batch"] == "batched" and r["extra"]["runtime"] == "graph"]
+    assert len(rows) >= tr.MIN_ROWS
+    ratios = sorted(1 / (1 + r["error"]) for r in rows)
+    out = api.predict_serving("llama-3-8b", gpu="h200", batch=8, prompt_len=2048, output_len=128, runtime="graph",
+                              precision="int4")
+    quote = out["track_record"]["weight_only"]
+    assert sorted(quote["row_ids"]) == sorted(r["row_id"] for r in rows)
+    assert quote["published_over_predicted"]["median"] == pytest.approx(statistics.median(ratios))
+    assert quote["published_over_predicted"]["low"] == pytest.approx(ratios[0])
+    assert f"{statistics.median(ratios):.2f}x" in quote["text"]
+    for precision, batch in (("bf16", 8), ("int4", 1)):
+        out = api.predict_serving("llama-3-8b", gpu="h200", batch=batch, prompt_len=2048, output_len=128,
+                                  runtime="graph", precision=precision)
+        assert "weight_only" not in (out["track_record"] or {})
 
 
 def test_serving_advice_carries_the_record_and_says_it():

@@ -229,9 +229,44 @@ def step_quotes(pred: StepPrediction, model: str | None, autocast: bool) -> tupl
     return (record.as_dict(pred.step_time_s) if record else None), device_record(pred.device)
 
 
+WEIGHT_ONLY_PRECISIONS = ("int8", "int4")
+
+
+def weights_class(precision: str) -> str:
+    """'weight_only' for int8/int4 weights served with 16-bit activations, else 'float' (16- and 8-bit floats)."""
+    return "weight_only" if precision in WEIGHT_ONLY_PRECISIONS else "float"
+
+
+def weight_only_quote(pred: ServingPrediction) -> dict[str, Any] | None:
+    """The held-out runs of weight-only weights at batch above 1 on the prediction's runtime, both phases
+    together, or None (a float precision, batch 1, a CPU, or fewer than MIN_ROWS such runs). Why apart from the
+    phase cells: how fast a weight-only product of many rows runs is the engine's kernel, not the GPU's (TensorRT-
+    LLM v0.15's int4 AWQ was published slower than its own bf16 at batch 8 and 64), and those few rows would
+    vanish into the phase cells' medians, which float runs fill."""
+    if not pred.ceilings.is_gpu or pred.batch == 1 or weights_class(pred.precision.name) != "weight_only":
+        return None
+    cell = {"runtime": pred.runtime, "batch": "batched", "weights": "weight_only"}
+    rows = [r for r in record_rows(SERVING) if all(r.get(k) == v for k, v in cell.items())]
+    if len(rows) < MIN_ROWS:
+        return None
+    ratios = sorted(1 / (1 + r["error"]) for r in rows)
+    median = statistics.median(ratios)
+    sources = sorted({r["source_id"] for r in rows})
+    text = (f"Track record: {len(rows)} held-out published runs with weight-only int8/int4 weights at batch above "
+            f"1 ({pred.runtime} runtime; {', '.join(sources)}) took {median:.2f}x the predicted time at the median "
+            f"({ratios[0]:.2f}-{ratios[-1]:.2f}x): this prediction prices {pred.precision.name} products of many rows "
+            f"with the '{pred.precision.quant_kernel}' kernel, and those engines' kernels ran them slower; how fast "
+            "yours runs a prefill's products is its kernel's, so time it at your batch before choosing "
+            f"{pred.precision.name} over a 16-bit or fp8 model. The prediction is not corrected by it "
+            f"({SERVING.report}).")
+    return {"cell": cell, "rows": len(rows), "row_ids": [r["row_id"] for r in rows],
+            "published_over_predicted": {"median": median, "low": ratios[0], "high": ratios[-1]}, "text": text}
+
+
 def serving_quotes(pred: ServingPrediction) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the records for a served model's first token and output tokens by phase, or None where the record has no
-    cell of that runtime and batch; the GPU's share of the serving record), as `step_quotes`."""
+    cell of that runtime and batch, and for weight-only weights at batch above 1 `weight_only_quote`; the GPU's
+    share of the serving record), as `step_quotes`."""
     if not pred.ceilings.is_gpu:
         return None, None
     cell = serving_cell(pred.runtime, pred.batch, pred.gpus)
@@ -241,6 +276,8 @@ def serving_quotes(pred: ServingPrediction) -> tuple[dict[str, Any] | None, dict
         record = find_record({"phase": phase, **cell}, SERVING)
         if record:
             records[phase] = record.as_dict(seconds, quantity)
+    if (weight_only := weight_only_quote(pred)) is not None:
+        records["weight_only"] = weight_only
     return records or None, device_record(pred.device, SERVING)
 
 
