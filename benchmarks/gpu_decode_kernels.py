@@ -33,7 +33,6 @@ rewritten after each section, so a run stopped at its limit returns what it meas
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -44,7 +43,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from gpu_live import cuda_time, run_sections  # noqa: E402
+from gpu_live import cuda_time, run_sections, section_args  # noqa: E402
 
 FLOOR_KERNELS = 200
 """Kernels per captured graph in `floors`: their replay lasts hundreds of microseconds, so the one graph launch
@@ -468,11 +467,7 @@ def step(deadline: float) -> list[dict[str, Any]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--sections", default="floors,ramp,skinny,int4,attention,step,compiled")
-    parser.add_argument("--budget-s", type=float, default=240.0)
-    args = parser.parse_args()
+    args = section_args(__doc__.splitlines()[0], "floors,ramp,skinny,int4,attention,step,compiled", 240.0)
     start = time.time()
     runs: list[tuple[str, Callable[[], Any]]] = [
         ("floors", floors), ("ramp", ramp), ("skinny", lambda: skinny(start + args.budget_s * 0.45)),

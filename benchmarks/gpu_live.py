@@ -84,6 +84,15 @@ def environment() -> dict[str, Any]:
     return env
 
 
+def section_args(description: str, sections: str, budget_s: float) -> argparse.Namespace:
+    """The command line of a sectioned device script: --out, --sections (default `sections`), --budget-s."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--sections", default=sections)
+    parser.add_argument("--budget-s", type=float, default=budget_s)
+    return parser.parse_args()
+
+
 def run_sections(out: Path, script: str, runs: list[tuple[str, Callable[[], Any]]], sections: list[str],
                  start: float) -> None:
     """Run each named section that `sections` asks for, in order, into one JSON document at `out` (the

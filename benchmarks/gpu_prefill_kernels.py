@@ -25,7 +25,6 @@ rewritten after each section, so a run stopped at its limit returns what it meas
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 import threading
@@ -38,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from gpu_decode_kernels import _rotated, graph_time  # noqa: E402
-from gpu_live import cuda_time, run_sections  # noqa: E402
+from gpu_live import cuda_time, run_sections, section_args  # noqa: E402
 
 PRODUCT_SHAPES = [(4096, 4096), (11008, 4096), (4096, 11008), (5120, 5120), (13824, 5120), (5120, 13824),
                   (1024, 4096), (14336, 4096), (4096, 14336)]
@@ -271,11 +270,7 @@ def forward(deadline: float) -> list[dict[str, Any]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--sections", default="products,attention,forward")
-    parser.add_argument("--budget-s", type=float, default=200.0)
-    args = parser.parse_args()
+    args = section_args(__doc__.splitlines()[0], "products,attention,forward", 200.0)
     start = time.time()
     runs: list[tuple[str, Callable[[], Any]]] = [
         ("products", lambda: products(start + args.budget_s * 0.35)),

@@ -23,7 +23,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.published_kinds.llm_serving import _predict, published_time_s  # noqa: E402
+from benchmarks.published_kinds.llm_serving import predict_row, published_time_s  # noqa: E402
 from benchmarks.published_kinds.record import source_blocks  # noqa: E402
 
 MIN_PROMPT_TOKENS = 1024
@@ -41,7 +41,7 @@ def rates() -> dict[tuple[str, str, str, str], list[tuple[int, float, float]]]:
             tokens = row["batch"] * row["prompt"]
             if row["metric"] not in FIRST_TOKEN_METRICS or tokens < MIN_PROMPT_TOKENS:
                 continue
-            predicted = _predict(row)
+            predicted = predict_row(row)
             flops = predicted.prefill.flops / row.get("gpus", 1)
             out[(row["gpu"], block.id, row["model"], row["precision"])].append(
                 (tokens, flops / published_time_s(row), flops / predicted.ttft_s))

@@ -102,7 +102,7 @@ def predicted_time_s(row: dict[str, Any], p: ServingPrediction) -> float:
             "ttft_s": p.ttft_s}[row["metric"]]
 
 
-def _predict(row: dict[str, Any]) -> ServingPrediction:
+def predict_row(row: dict[str, Any]) -> ServingPrediction:
     if row.get("metric") not in METRICS:
         raise DatasetError(f"metric {row.get('metric')!r}: expected one of {', '.join(METRICS)}")
     profile = find_profile(row["gpu"])
@@ -124,7 +124,7 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
     for block in source_blocks(dataset):
         for row in block.merged_rows():
             try:
-                p = _predict(row)
+                p = predict_row(row)
             except (RooflineError, KeyError) as exc:
                 raise DatasetError(f"{block.id} row {row.get('id', '?')}: {exc}") from None
             settings = (f"{row['precision']}{'/' + row['kv'] if row.get('kv') else ''}"

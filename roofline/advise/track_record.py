@@ -23,6 +23,7 @@ from importlib import resources
 from typing import Any
 
 from roofline.errors import UnknownName
+from roofline.model.llm_precision import DEQUANT_FLOPS_PER_WEIGHT
 from roofline.model.llm_step import ServingPrediction
 from roofline.model.step import StepPrediction
 from roofline.units import format_si
@@ -229,12 +230,10 @@ def step_quotes(pred: StepPrediction, model: str | None, autocast: bool) -> tupl
     return (record.as_dict(pred.step_time_s) if record else None), device_record(pred.device)
 
 
-WEIGHT_ONLY_PRECISIONS = ("int8", "int4")
-
-
 def weights_class(precision: str) -> str:
-    """'weight_only' for int8/int4 weights served with 16-bit activations, else 'float' (16- and 8-bit floats)."""
-    return "weight_only" if precision in WEIGHT_ONLY_PRECISIONS else "float"
+    """'weight_only' for int8/int4 weights served with 16-bit activations (the precisions `llm_precision`
+    dequantises), else 'float' (16- and 8-bit floats)."""
+    return "weight_only" if precision in DEQUANT_FLOPS_PER_WEIGHT else "float"
 
 
 def weight_only_quote(pred: ServingPrediction) -> dict[str, Any] | None:
@@ -243,7 +242,7 @@ def weight_only_quote(pred: ServingPrediction) -> dict[str, Any] | None:
     phase cells: how fast a weight-only product of many rows runs is the engine's kernel, not the GPU's (TensorRT-
     LLM v0.15's int4 AWQ was published slower than its own bf16 at batch 8 and 64), and those few rows would
     vanish into the phase cells' medians, which float runs fill."""
-    if not pred.ceilings.is_gpu or pred.batch == 1 or weights_class(pred.precision.name) != "weight_only":
+    if not pred.ceilings.is_gpu or pred.batch == 1 or not pred.precision.weight_only:
         return None
     cell = {"runtime": pred.runtime, "batch": "batched", "weights": "weight_only"}
     rows = [r for r in record_rows(SERVING) if all(r.get(k) == v for k, v in cell.items())]
