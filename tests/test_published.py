@@ -112,7 +112,7 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
     with pytest.raises(DatasetError, match="holdout: true"):
         source_blocks({"sources": [block]})
     with pytest.raises(DatasetError, match="held_out_set"):
-        source_blocks({"sources": [{**block, "holdout": True, "held_out_set": "eighteenth"}]})
+        source_blocks({"sources": [{**block, "holdout": True, "held_out_set": "nineteenth"}]})
     blocks = source_blocks({"sources": [{**block, "id": f"b{i}", "holdout": True, "held_out_set": name,
                                          "rows": [{"id": f"r{i}"}]} for i, name in enumerate(HELD_OUT_SETS)]})
     assert [b.part for b in blocks] == ["fresh_held_out", "third_held_out", "fourth_held_out", "fifth_held_out",
