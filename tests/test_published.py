@@ -119,7 +119,7 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
                                         "sixth_held_out", "seventh_held_out", "eighth_held_out", "ninth_held_out",
                                         "tenth_held_out", "eleventh_held_out", "twelfth_held_out",
                                         "thirteenth_held_out", "fourteenth_held_out", "fifteenth_held_out",
-                                        "sixteenth_held_out", "seventeenth_held_out"]
+                                        "sixteenth_held_out", "seventeenth_held_out", "eighteenth_held_out"]
     rows = [_c("a", 0.10), _c("b", 0.20, holdout=True), _c("c", 0.40, holdout=True, later_set="fresh"),
             _c("d", 0.05, holdout=True, later_set="third"), _c("e", 0.15, holdout=True, later_set="fourth"),
             _c("f", 0.30, holdout=True, later_set="fifth"), _c("g", 0.11, holdout=True, later_set="sixth"),
