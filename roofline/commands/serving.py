@@ -56,7 +56,9 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
                         "(vLLM's CUDA graphs, TensorRT-LLM, LMDeploy's TurboMind, llama.cpp, gpt-fast compiled)")
     g.add_argument("--engine", default="none", choices=list(ENGINE_LOOPS),
                    help="the serving engine's host loop around each forward, while the GPU waits: none (a C++ or "
-                        "overlapped loop: TensorRT-LLM, gpt-fast, llama.cpp; default) or vllm-v0 (vLLM's V0 engine, "
+                        "overlapped loop: TensorRT-LLM, gpt-fast, llama.cpp with flash attention; default), "
+                        "llama.cpp (the same loop, attention without flash attention: the scores in memory, the "
+                        "prompt in micro-batches of 512; use with --runtime graph) or vllm-v0 (vLLM's V0 engine, "
                         "v0.2-v0.6: about 0.1 ms of Python per running sequence every step)")
     if advise:
         g.add_argument("--serve", action="store_true", help="serving advice: concurrent sequences and precision")

@@ -51,7 +51,7 @@ from roofline.workload.llm.phases import (
 from roofline.workload.llm.transformers_release import CURRENT, TransformersRelease
 from roofline.workload.ops.gemm import Linear
 from roofline.workload.ops.pointwise import Elementwise
-from roofline.workload.ops.serving import ExpertLinear, LogitsHead
+from roofline.workload.ops.serving import ExpertLinear, GgmlAttention, LogitsHead
 
 DEQUANT_ROW_BAND = 128
 """Rows of the output tile band one dequantised weight tile serves (the largest GEMM tile side the cost model
@@ -223,16 +223,17 @@ def _dequant(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings) -> O
                                                                "on the vector units")))
 
 
-MMQ_FLOP_PER_SM_CYCLE = {"int8-mma": 567.0, "dp4a": 311.3}
+MMQ_FLOP_PER_SM_CYCLE = {"int8-mma": 667.9, "dp4a": 339.4}
 """llama.cpp's MMQ rate per SM-cycle, on int8 tensor cores (mma.sync, Turing and later: `OpUnits.int8_mma`) and on
 the dp4a instruction (older GPUs, and every GPU's MMQ before the tensor-core kernels of mid-2024). Calibrated on
 one published row each (benchmarks/published/llm-serving.yaml, fitted block llamacpp-mmq-pr7676): the rates at
 which this model's prefill of Llama-3-8B in Q4_0 (int4, group 64) over 512 tokens on an RTX 4090 takes what
 ggml-org/llama.cpp#7676's table measured there (JohannesGaessler, 2024-06-08, 'Vs. master MMQ', ub 512):
 10358.75 tokens/s with the pull request's int8 tensor-core MMQ, 6279.91 with master's dp4a MMQ. Both are a
-quarter to a half of their instructions' peaks (2048 and 512 operations per SM-cycle on Ada): the kernels spend
+third to two thirds of their instructions' peaks (2048 and 512 operations per SM-cycle on Ada): the kernels spend
 their cycles unpacking 4-bit blocks and applying each block's scales on the CUDA cores, which scale with SMs x
-clock rather than with the tensor cores' rate."""
+clock rather than with the tensor cores' rate. Calibrated with the rows' attention as llama.cpp ran it, its
+scores in memory (`--engine llama.cpp`, twenty-sixth session; 567.0 and 311.3 before, with a fused attention)."""
 
 
 TINYGEMM_FIXED_S = 3.75e-6
@@ -340,15 +341,18 @@ def _mmq(cost: OpCost, op: Linear, c: Ceilings, per_sm_cycle: float) -> OpCost:
                                                                f"{per_sm_cycle:.0f} FLOP per SM-cycle")))
 
 
-def _unfused(cost: OpCost, extra_bytes: float) -> OpCost:
-    """The op with its eager kernels' extra passes (`phases.unfused_bytes`), each streamed at the rate the op's
-    own traffic was priced at (the same tensors in the same memory level), run after one another."""
+def _unfused(cost: OpCost, extra_bytes: float, kernels: str = "eager kernels'") -> OpCost:
+    """The op with its kernels' extra passes (eager's: `phases.unfused_bytes`; llama.cpp's attention:
+    `GgmlAttention.score_bytes`), each streamed at the rate the op's own traffic was priced at (the same tensors in
+    the same memory level), run after one another."""
     if extra_bytes <= 0 or cost.memory_s <= 0 or cost.bytes <= 0:
         return cost
     extra_s = extra_bytes * cost.memory_s / cost.bytes
-    return replace(cost, bytes=cost.bytes + extra_bytes, memory_s=cost.memory_s + extra_s,
+    memory_s = cost.memory_s + extra_s
+    bound = "memory" if cost.bound == "compute" and memory_s > cost.compute_s else cost.bound
+    return replace(cost, bytes=cost.bytes + extra_bytes, memory_s=memory_s, bound=bound,
                    device_s=cost.device_s + extra_s,
-                   notes=(*cost.notes, Note("unfused", f"eager kernels' own passes: {extra_bytes / 1e6:.3g} MB more")))
+                   notes=(*cost.notes, Note("unfused", f"{kernels} own passes: {extra_bytes / 1e6:.3g} MB more")))
 
 
 def upcast_cost(head: LogitsHead, ctx: CostContext) -> OpCost:
@@ -396,6 +400,8 @@ def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, units: 
             cost = weight_only_cost(cost, op, prec, c, linear_ctx, units.int8_mma)
         if rt.unfused:
             cost = _unfused(cost, unfused_bytes(cfg, op, act_bytes, prec.kv_bytes))
+        if isinstance(op, GgmlAttention):
+            cost = _unfused(cost, op.score_bytes(), "llama.cpp's score kernels")
         kernels = step.kernels - (step.fp32_noop if prec.compute.storage_bytes == 4 else 0)
         charged.append((rt.charge(cost, c, kernels, step.views), step.repeat))
         if isinstance(op, LogitsHead) and op.upcasts(act_bytes):
@@ -498,7 +504,7 @@ def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: 
     units = op_units(profile, prec, c)
     ratio = prec.kv_bytes / prec.activation_bytes
     layout = Layout(tp.gpus if tp else 1, tp.split_lm_head if tp else True, static_cache, decode_attention,
-                    release)
+                    release, loop.ggml_attention)
     pre = prefill(cfg, batch, prompt, ratio, layout)
     dec = decode(cfg, batch, prompt + output // 2 + 1, ratio, layout)
     memory = serving_memory(cfg, prec, batch, prompt, output, c.is_gpu, pre, layout)

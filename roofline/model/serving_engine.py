@@ -7,7 +7,9 @@ loop is synchronous Python, the GPU idles through it once per step, and the part
 with the batch: it adds to the time per output token and caps the tokens/s a larger batch can buy.
 
 Engines written as a C++ loop or overlapping their host work with the next forward (TensorRT-LLM's executor,
-gpt-fast's compiled decode, llama.cpp) are `none`: no host time between steps is priced.
+gpt-fast's compiled decode, llama.cpp with flash attention) are `none`: no host time between steps is priced.
+`llama.cpp` is the same loop with llama.cpp's attention kernels without flash attention, which keep the scores in
+memory (`EngineLoop.ggml_attention`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ class EngineLoop:
     fixed_s: float
     per_sequence_s: float
     source: str
+    ggml_attention: bool = False
+    """The engine's attention keeps the scores in memory between its kernels (llama.cpp without flash
+    attention: `roofline.workload.ops.serving.GgmlAttention`); else one fused kernel."""
 
     def step_host_s(self, sequences: int) -> float:
         """The host time of one step (prefill or decode) over `sequences` running sequences."""
@@ -40,6 +45,11 @@ _V0_PER_SEQUENCE_S = (_V0_OUTPUT_S[32] - _V0_OUTPUT_S[1]) / (32 - 1)
 
 ENGINE_LOOPS = {
     "none": EngineLoop("none", 0.0, 0.0, "no host time between forwards (a C++ or overlapped engine loop)"),
+    "llama.cpp": EngineLoop(
+        "llama.cpp", 0.0, 0.0,
+        "llama.cpp (llama-bench, llama-cli, llama-server) without flash attention, its default until 2025: a C++ "
+        "loop, no host time between forwards; attention as separate kernels with the scores in memory, the "
+        "prompt in micro-batches of 512 tokens (GgmlAttention)", ggml_attention=True),
     "vllm-v0": EngineLoop(
         "vllm-v0", _V0_OUTPUT_S[1] - _V0_PER_SEQUENCE_S, _V0_PER_SEQUENCE_S,
         "vLLM's V0 engine (v0.2-v0.6): LLMEngine.step schedules, rebuilds every sequence's input metadata "

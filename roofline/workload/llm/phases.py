@@ -25,6 +25,7 @@ from roofline.workload.ops.serving import (
     CachedAttention,
     EagerCachedAttention,
     ExpertLinear,
+    GgmlAttention,
     LogitsHead,
     MaskedMultiheadAttention,
     RepeatKV,
@@ -102,6 +103,8 @@ class Layout:
     decode_attention: str = "grouped"
     release: TransformersRelease = CURRENT
     """Which transformers release's forward the eager runtime runs (`transformers_release`)."""
+    ggml_attention: bool = False
+    """Attention as llama.cpp runs it without flash attention: the scores in memory (`GgmlAttention`)."""
 
 
 ONE_GPU = Layout()
@@ -240,8 +243,13 @@ def _attention(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_ele
     """Attention over the cache. A static cache (transformers' StaticCache) is read whole, all `static_cache`
     positions with the unfilled ones masked, and a mask keeps SDPA from taking grouped KV heads, so grouped
     heads are first copied out to every query head (`RepeatKV`). Decode (one new token) runs the layout's
-    decode-attention kernel; the prompt runs the fused context kernel."""
+    decode-attention kernel; the prompt runs the fused context kernel; llama.cpp without flash attention runs
+    both as its own kernels with the scores in memory (`GgmlAttention`)."""
     static_cache = layout.static_cache
+    if static_cache is None and layout.ggml_attention:
+        return [GgmlAttention("attn.sdpa", batch=batch, heads=heads, seq_q=tokens, seq_kv=context,
+                              head_dim=cfg.head_dim, causal=False, kv_heads=kv_heads,
+                              kv_element_ratio=kv_element_ratio)]
     if static_cache is None:
         release = layout.release
         repeated = release.repeat_kv and heads != kv_heads

@@ -91,6 +91,53 @@ class EagerCachedAttention(CachedAttention):
         return self.batch * self.heads * self.seq_q * self.seq_kv
 
 
+GGML_SCORE_BYTES = 20
+"""Bytes per attention score that llama.cpp's attention without flash attention moves between its kernels, read
+in llama.cpp's llm_build_kqv and ggml-cuda.cu (ggml_cuda_mul_mat_batched_cublas): Q K^T is written in fp32 (the
+graph sets GGML_PREC_F32 on kq: 4), ggml_soft_max_ext reads it and writes the probabilities in fp32, the scale and
+the mask folded in (4 + 4), the product with V converts them to fp16 for cuBLAS (4 read, 2 written) and reads
+that copy (2). Builds whose kq product wrote fp16 and converted it to fp32 afterwards moved 4 bytes more."""
+GGML_UBATCH = 512
+"""Prompt tokens llama.cpp evaluates per graph: `n_ubatch`, 512 by default (llama-bench and llama-cli; before the
+micro-batch split of March 2024, `n_batch`, also 512 by default)."""
+GGML_KV_PAD = 256
+"""Cache cells attention spans, rounded up: `n_kv` is the highest cell in use padded to 256 (32 in builds
+before flash attention was added, April 2024), and every span is computed whole, the causal mask an added
+tensor."""
+
+
+@dataclass
+class GgmlAttention(CachedAttention):
+    """Attention as llama.cpp runs it without flash attention (its llama-bench default until 2025): per
+    micro-batch of `ubatch` prompt tokens, Q K^T over every cache cell so far (`kv_pad`-rounded) written to
+    memory, a softmax kernel, then P V, each a kernel of its own (`GGML_SCORE_BYTES` per score between them) whatever
+    launches them, so the prompt's attention traffic grows with the square of its length where a fused kernel's
+    does not. K and V heads are broadcast by the batched product, not copied (GQA). Build it with
+    `causal=False`: the mask is an added tensor."""
+
+    ubatch: int = GGML_UBATCH
+    kv_pad: int = GGML_KV_PAD
+
+    @property
+    def kept(self) -> int:
+        """Scores per (sequence, head): each micro-batch's new tokens against every cell up to its last one."""
+        done = self.seq_kv - self.seq_q
+        total = 0
+        for start in range(0, self.seq_q, self.ubatch):
+            new = min(self.ubatch, self.seq_q - start)
+            span = done + start + new
+            total += new * min(self.seq_kv, -(-span // self.kv_pad) * self.kv_pad)
+        return total
+
+    @property
+    def scores(self) -> Num:
+        return self.batch * self.heads * self.kept
+
+    def score_bytes(self) -> float:
+        """Bytes the kernels between Q K^T and P V move (`GGML_SCORE_BYTES` per score)."""
+        return float(self.scores) * GGML_SCORE_BYTES
+
+
 @dataclass
 class MaskedMultiheadAttention(CachedAttention):
     """Decode attention as TensorRT-LLM's masked multi-head attention kernel runs it, the generation kernel of
