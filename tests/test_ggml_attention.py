@@ -44,3 +44,13 @@ def test_the_scores_traffic_slows_a_long_prompt_by_at_least_its_bytes_at_peak_ba
     scores = cfg.layers * cfg.heads * 512 * 512 * 36 * GGML_SCORE_BYTES
     assert ggml.ttft_s - fused.ttft_s >= scores / gpu.memory.bandwidth_bytes_per_s.value
     assert ggml.tpot_s == pytest.approx(fused.tpot_s, rel=0.05)
+
+
+def test_llama_cpp_under_the_eager_runtime_is_a_one_line_error(capsys):
+    from roofline.cli import main
+
+    code = main(["predict", "--model", "llama-3-8b", "--gpu", "rtx-4090", "--engine", "llama.cpp",
+                 "--runtime", "eager", "--prompt-len", "512", "--output-len", "8"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and "--runtime graph" in err

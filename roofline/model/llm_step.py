@@ -481,6 +481,8 @@ def predict_serving(cfg: DecoderConfig, profile, prec: ServingPrecision, batch: 
     loop = engine_loop(engine)
     if runtime not in RUNTIMES:
         raise RooflineError(f"unknown runtime '{runtime}'; choose one of {', '.join(RUNTIMES)}")
+    if loop.ggml_attention and runtime != "graph":
+        raise RooflineError(f"--engine {engine} runs its kernels from a C++ loop: use it with --runtime graph")
     if prec.quant_kernel != "fused" and profile.kind != "gpu":
         raise RooflineError(f"--quant-kernel {prec.quant_kernel} names a CUDA kernel; on a CPU drop it")
     if release != CURRENT and (runtime != "eager" or static_cache is not None or decode_attention != "grouped"):
