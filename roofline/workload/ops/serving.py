@@ -45,6 +45,11 @@ class CachedAttention(Attention):
     def group(self) -> int:
         return self.heads // self.kv_heads
 
+    @property
+    def scores(self) -> Num:
+        """Score entries computed over every (sequence, head): what a kernel that writes them out moves."""
+        return self.pairs * self.kept
+
     def gemm_views(self, pass_: str) -> list[GemmView]:
         """Per (sequence, KV head): the group's query rows against the shared K, then P against V."""
         if pass_ != "forward":
@@ -86,10 +91,6 @@ class EagerCachedAttention(CachedAttention):
     score passes between them are the eager runtime's own (`phases.unfused_bytes`), as each is a kernel that
     reads and writes the whole (batch, heads, new, cached) tensor."""
 
-    @property
-    def scores(self) -> Num:
-        return self.batch * self.heads * self.seq_q * self.seq_kv
-
 
 GGML_SCORE_BYTES = 20
 """Bytes per attention score that llama.cpp's attention without flash attention moves between its kernels, read
@@ -128,10 +129,6 @@ class GgmlAttention(CachedAttention):
             span = done + start + new
             total += new * min(self.seq_kv, -(-span // self.kv_pad) * self.kv_pad)
         return total
-
-    @property
-    def scores(self) -> Num:
-        return self.batch * self.heads * self.kept
 
     def score_bytes(self) -> float:
         """Bytes the kernels between Q K^T and P V move (`GGML_SCORE_BYTES` per score)."""
