@@ -45,6 +45,15 @@ GEMV_MAX_ROWS = 8
 """The most rows a product on the CUDA cores runs as a matrix-vector kernel (`gemm_compute_s`): llama.cpp's mmvq
 kernels take up to MMVQ_MAX_BATCH_SIZE = 8 (ggml/src/ggml-cuda/mmvq.cuh), cuBLAS's gemv one; more rows go to
 tiled GEMM kernels."""
+SIMT_NARROW_TILES = ((32, 128),)
+"""An output tile (rows x columns) 32 rows tall, which a product of fewer rows than `ceilings.GEMM_TILES`' 64 may
+take on the CUDA cores: cuBLAS's algorithm enum names such SGEMM kernels in every generation since Maxwell
+(cublas_api.h of CUDA 9, cublasGemmAlgo_t: CUBLAS_GEMM_ALGO2 "maxwell_sgemm_128x32_nt", ALGO20 and ALGO23
+"sliced 128x32" without and with split-K; cuBLAS names PyTorch's x @ W^T a product of W's columns by x's rows,
+so its 128x32 is 32 of x's rows by 128 columns), and Ampere's ampere_sgemm_128x32 appears in public profiler
+traces of fp32 linear layers. The header's 32x32 and 64x32 kernels arrived with later releases and are left out.
+Without it a product of 9 to 32 rows was priced as a 64-row tile: AlexNet's first classifier layer at batch 16
+on an A100 at 4x its arithmetic and 5x the 8-row product's time, so fp32 throughput fell from batch 8 to 16."""
 QUANTIZATION_NOTE_RATIO = 1.25
 """A GEMM gets a note on its tile and wave quantization when that costs more than this times its ideal time
 (display only: it changes no time)."""
@@ -170,7 +179,7 @@ def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext, depth_overhead
     as a matrix-vector kernel that computes only its rows: each thread block takes a slice of the weight's
     columns and every row, so nothing pads the rows to a tile, where a tensor core's mma instruction takes
     operands of 8 or 16 rows. Priced with 64-row tiles, a Llama-2-7B decode step on a P100 in fp16 came out at
-    7x its weights' read time.
+    7x its weights' read time. One of fewer rows than the smallest tile may also take `SIMT_NARROW_TILES`.
     """
     c = ctx.ceilings
     m, n, k, count = int(view.m), int(view.n), int(view.k), int(view.count)
@@ -180,6 +189,8 @@ def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext, depth_overhead
     tiles = c.tiles
     if simt and c.is_gpu and m <= GEMV_MAX_ROWS:
         tiles = tuple(sorted({(m, tn) for _, tn in tiles}))
+    elif simt and c.is_gpu and m < min(tm for tm, _ in tiles):
+        tiles = tiles + SIMT_NARROW_TILES
     return _quantized(m, n, k, count, rate, c.units, c.is_gpu, tiles, l2_bytes_per_s, ctx.activation_bytes,
                       depth_overhead)
 
