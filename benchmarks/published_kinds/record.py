@@ -21,7 +21,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from roofline.errors import RooflineError
 
 HELD_OUT_SETS = ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
-                 "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth")
+                 "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth",
+                 "nineteenth")
 """The later held-out sets, in the order they were gathered (a block's `held_out_set`), each a part of its own."""
 
 
