@@ -22,6 +22,8 @@ import itertools
 import sys
 from pathlib import Path
 
+from speed import shipped_gpu_profiles
+
 from roofline.api import predict, predict_serving
 from roofline.errors import RooflineError
 
@@ -42,14 +44,10 @@ ODD_BATCH_SPREAD = 1.08
 TOKENS_DROP = 0.95
 
 
-def gpu_profiles() -> list[str]:
-    return sorted(p.stem for p in (ROOT / "hardware_profiles" / "gpu").glob("*.yaml"))
-
-
 def step_violations() -> tuple[int, list[str]]:
     """(sweeps checked, violations) over every GPU x model x precision x mode."""
     checked, out = 0, []
-    for gpu, model, precision, train in itertools.product(gpu_profiles(), STEP_MODELS, STEP_PRECISIONS,
+    for gpu, model, precision, train in itertools.product(shipped_gpu_profiles(), STEP_MODELS, STEP_PRECISIONS,
                                                           (False, True)):
         try:
             rows = predict(model, gpu=gpu, batch=STEP_BATCHES, precision=precision, train=train,

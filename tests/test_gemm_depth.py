@@ -20,24 +20,17 @@ from __future__ import annotations
 
 import pytest
 
-from roofline.hardware import find_profile
-from roofline.model.ceilings import ceilings_for
 from roofline.model.context import CostContext
 from roofline.model.costmodel import op_cost
 from roofline.model.gemm_cost import TILE_DEPTH_OVERHEAD, gemm_compute_s
 from roofline.workload.ops import Conv2d, Gemm
 from roofline.workload.ops.base import GemmView
-from roofline.workload.precision import get_precision
+from tests.cost_context import gpu_context
 
 XLA_H100 = {
     "bf16": {256: 505e12, 512: 620e12, 1024: 722e12, 2048: 760e12, 4096: 789e12},
     "tf32": {256: 242e12, 512: 317e12, 1024: 322e12, 2048: 341e12, 4096: 346e12},
 }
-
-
-def _context(profile: str, precision: str) -> CostContext:
-    p = get_precision(precision)
-    return CostContext(ceilings_for(find_profile(profile, kind="gpu"), p), p.storage_bytes, p.storage_bytes)
 
 
 def _rate(k: int, ctx: CostContext) -> float:
@@ -47,7 +40,7 @@ def _rate(k: int, ctx: CostContext) -> float:
 
 @pytest.mark.parametrize("precision", ["bf16", "tf32"])
 def test_h100_rate_falls_with_depth_as_xla_measured(precision):
-    ctx = _context("h100-sxm5-80gb", precision)
+    ctx = gpu_context("h100-sxm5-80gb", precision)
     table = XLA_H100[precision]
     rates = {k: _rate(k, ctx) for k in table}
     for k, measured in table.items():
@@ -56,7 +49,7 @@ def test_h100_rate_falls_with_depth_as_xla_measured(precision):
 
 
 def test_without_the_overhead_shallow_products_would_be_a_third_too_fast():
-    ctx = _context("h100-sxm5-80gb", "bf16")
+    ctx = gpu_context("h100-sxm5-80gb", "bf16")
     view = GemmView(4096, 4096, 256, 4)
     rate = ctx.ceilings.matrix_flops_per_s
     flat, *_ = gemm_compute_s(view, rate, ctx)
@@ -66,7 +59,7 @@ def test_without_the_overhead_shallow_products_would_be_a_third_too_fast():
 
 
 def test_square_product_at_the_reference_depth_keeps_the_sustained_rate():
-    ctx = _context("h100-sxm5-80gb", "bf16")
+    ctx = gpu_context("h100-sxm5-80gb", "bf16")
     view = GemmView(8192, 8192, 8192)
     t, *_ = gemm_compute_s(view, ctx.ceilings.matrix_flops_per_s, ctx, TILE_DEPTH_OVERHEAD)
     assert view.flops / t == pytest.approx(ctx.ceilings.matrix_flops_per_s, rel=0.01)
@@ -76,14 +69,14 @@ def test_convolutions_pay_no_depth_overhead_and_cuda_core_products_do():
     # the table times matrix products on tensor cores; cuDNN's implicit-GEMM convolutions are priced at the
     # square rate, as before; a SIMT product's tiles fill the same pipeline and store the same epilogue, so an
     # fp32 product on a V100's CUDA cores pays the same depth (256 deep: about 1.5x the flat time)
-    ctx = _context("h100-sxm5-80gb", "bf16")
+    ctx = gpu_context("h100-sxm5-80gb", "bf16")
     conv = Conv2d("c", n=64, c=64, h=56, w=56, k=64, r=1, s=1, bias=False)
     view = conv.gemm_views("forward")[0]
     cost = op_cost(conv, "forward", ctx)
     flat, *_ = gemm_compute_s(view, ctx.ceilings.matrix_flops_per_s, ctx)
     # the convolution's kernel pays its fixed time once (tests/test_gemm_fixed_time.py), not a deeper tile
     assert cost.compute_s == pytest.approx(flat + ctx.ceilings.launch_s)
-    v100 = _context("v100-sxm2-16gb", "fp32")
+    v100 = gpu_context("v100-sxm2-16gb", "fp32")
     sgemm = op_cost(Gemm("g", m=4096, n=4096, k=256), "forward", v100)
     flat32, *_ = gemm_compute_s(GemmView(4096, 4096, 256), v100.ceilings.vector_flops_per_s, v100)
     deep32, *_ = gemm_compute_s(GemmView(4096, 4096, 256), v100.ceilings.vector_flops_per_s, v100,

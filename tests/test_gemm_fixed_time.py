@@ -30,6 +30,7 @@ from roofline.workload.ops import Conv2d, Gemm, Linear
 from roofline.workload.ops.base import GemmView
 from roofline.workload.precision import get_precision
 from roofline.workload.zoo import build_workload
+from tests.cost_context import gpu_context
 
 XLA_US = {
     "h100-sxm5-80gb": {(256, 4096, 1024): 9.04, (256, 2048, 2048): 9.65, (256, 4096, 4096): 20.53,
@@ -39,14 +40,9 @@ XLA_US = {
 }
 
 
-def _context(profile: str, precision: str = "bf16") -> CostContext:
-    p = get_precision(precision)
-    return CostContext(ceilings_for(find_profile(profile, kind="gpu"), p), p.storage_bytes, p.storage_bytes)
-
-
 @pytest.mark.parametrize("profile", sorted(XLA_US))
 def test_small_products_take_the_table_s_time(profile):
-    ctx = _context(profile)
+    ctx = gpu_context(profile, "bf16")
     for (m, n, k), measured_us in XLA_US[profile].items():
         predicted_us = op_cost(Gemm("g", m=m, n=n, k=k), "forward", ctx).device_s * 1e6
         assert predicted_us == pytest.approx(measured_us, rel=0.25), (m, n, k)
@@ -54,7 +50,7 @@ def test_small_products_take_the_table_s_time(profile):
 
 @pytest.mark.parametrize("profile", sorted(XLA_US))
 def test_without_the_fixed_time_small_products_are_far_too_fast(profile):
-    ctx = _context(profile)
+    ctx = gpu_context(profile, "bf16")
     errors = []
     for (m, n, k), measured_us in XLA_US[profile].items():
         cost = op_cost(Gemm("g", m=m, n=n, k=k), "forward", ctx)
@@ -64,7 +60,7 @@ def test_without_the_fixed_time_small_products_are_far_too_fast(profile):
 
 
 def test_only_tiled_matrix_products_pay_it():
-    ctx = _context("h100-sxm5-80gb")
+    ctx = gpu_context("h100-sxm5-80gb", "bf16")
     launch = ctx.ceilings.launch_s
     assert kernel_fixed_s(Gemm("g", m=256, n=256, k=256), GemmView(256, 256, 256), ctx) == launch
     prefill = Linear("q", batch=1, in_features=4096, out_features=4096, tokens=128)

@@ -9,21 +9,13 @@ multiply-adds, where a 64-row tile did four times."""
 from __future__ import annotations
 
 from roofline.api import predict
-from roofline.hardware import find_profile
-from roofline.model.ceilings import ceilings_for
-from roofline.model.context import CostContext
 from roofline.model.gemm_cost import gemm_compute_s
 from roofline.workload.ops.base import GemmView
-from roofline.workload.precision import get_precision
-
-
-def _fp32_ctx(profile: str) -> CostContext:
-    p = get_precision("fp32")
-    return CostContext(ceilings_for(find_profile(profile, kind="gpu"), p), p.storage_bytes, p.storage_bytes)
+from tests.cost_context import gpu_context
 
 
 def test_a_16_row_fp32_product_is_tiled_32_rows_tall():
-    ctx = _fp32_ctx("a100-sxm4-40gb")
+    ctx = gpu_context("a100-sxm4-40gb", "fp32")
     rate = ctx.ceilings.vector_flops_per_s
     t16, tile, _, _ = gemm_compute_s(GemmView(16, 4096, 9216, 1), rate, ctx, simt=True)
     t64, _, _, _ = gemm_compute_s(GemmView(64, 4096, 9216, 1), rate, ctx, simt=True)

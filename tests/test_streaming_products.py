@@ -29,6 +29,7 @@ from roofline.model.llm_step import predict_serving
 from roofline.workload.llm.builtins import get_config
 from roofline.workload.ops import Linear
 from roofline.workload.precision import get_precision
+from tests.cost_context import gpu_context
 
 MEASURED_US = {
     "h100-sxm5-80gb": {(4096, 4096): 16.2, (6144, 4096): 21.0, (14336, 4096): 42.8, (4096, 14336): 44.9,
@@ -41,9 +42,7 @@ STEP_WEIGHTS_BYTES = 16e9
 
 
 def _context(profile: str) -> CostContext:
-    p = get_precision("bf16")
-    return CostContext(ceilings_for(find_profile(profile, kind="gpu"), p), p.storage_bytes, p.storage_bytes,
-                       weight_reuse_bytes=STEP_WEIGHTS_BYTES)
+    return gpu_context(profile, "bf16", weight_reuse_bytes=STEP_WEIGHTS_BYTES)
 
 
 def _decode(out_features: int, in_features: int, batch: int = 1) -> Linear:

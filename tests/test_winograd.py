@@ -10,23 +10,15 @@ import yaml
 import roofline.model.costmodel as costmodel
 from benchmarks.published import DATASET_DIR
 from benchmarks.published_kinds import gpu_steps
-from roofline.hardware import find_profile
-from roofline.model.ceilings import ceilings_for
-from roofline.model.context import CostContext
 from roofline.model.costmodel import op_cost
 from roofline.model.winograd import winograd_plan
 from roofline.workload.ops import Conv2d
-from roofline.workload.precision import get_precision
+from tests.cost_context import gpu_context
 
 
 def _vgg_conv3(n: int = 16) -> Conv2d:
     """VGG-16's conv3_2: 256 -> 256 channels at 56 x 56, 3 x 3, stride 1, padding 1."""
     return Conv2d("conv3_2", n=n, c=256, h=56, w=56, k=256, r=3, s=3, stride=1, pad=1)
-
-
-def _context(gpu: str, precision: str) -> CostContext:
-    prec = get_precision(precision)
-    return CostContext(ceilings_for(find_profile(gpu), prec), prec.storage_bytes, prec.storage_bytes)
 
 
 def test_products_do_a_quarter_of_the_direct_multiplications():
@@ -62,12 +54,12 @@ def test_no_winograd_algorithm_outside_3x3_stride_1_dense(conv):
 
 def test_a_wide_fp32_layer_takes_winograd_on_the_cuda_cores_and_not_on_tensor_cores():
     conv = _vgg_conv3()
-    fp32 = op_cost(conv, "forward", _context("v100-sxm2-16gb", "fp32"))
+    fp32 = op_cost(conv, "forward", gpu_context("v100-sxm2-16gb", "fp32"))
     assert fp32.path == "CUDA cores fp32"
     assert any(n.kind == "convolution algorithm" for n in fp32.notes)
     # at 15.7 TFLOP/s the direct convolution's 59.2 GFLOP take at least 3.8 ms; Winograd's products do a quarter
     assert fp32.device_s < 2 * conv.macs / 15.7e12
-    fp16 = op_cost(conv, "forward", _context("v100-sxm2-16gb", "fp16"))
+    fp16 = op_cost(conv, "forward", gpu_context("v100-sxm2-16gb", "fp16"))
     assert fp16.path.startswith("tensor cores")
     assert not any(n.kind == "convolution algorithm" for n in fp16.notes)
 
@@ -75,7 +67,7 @@ def test_a_wide_fp32_layer_takes_winograd_on_the_cuda_cores_and_not_on_tensor_co
 def test_a_half_convolution_without_tensor_cores_takes_winograd_too():
     # PyTorch describes a half convolution with float arithmetic (cuDNN's PSEUDO_HALF_CONFIG); a GTX 1080 Ti has
     # no tensor cores, so its fp16 convolution runs on the CUDA cores and may run as Winograd
-    cost = op_cost(_vgg_conv3(), "forward", _context("gtx-1080-ti", "fp16"))
+    cost = op_cost(_vgg_conv3(), "forward", gpu_context("gtx-1080-ti", "fp16"))
     assert cost.path == "CUDA cores fp16"
     assert any(n.kind == "convolution algorithm" for n in cost.notes)
 
@@ -84,7 +76,7 @@ def test_a_layer_whose_transforms_cost_more_than_they_save_stays_direct():
     # VGG-16's conv1_2 (64 -> 64 channels at 224 x 224): the transformed tiles are 2.25x the activations, which
     # at 64 channels cost more DRAM time on a V100 than the 4x fewer multiplications save
     conv = Conv2d("conv1_2", n=16, c=64, h=224, w=224, k=64, r=3, s=3, stride=1, pad=1)
-    cost = op_cost(conv, "forward", _context("v100-sxm2-16gb", "fp32"))
+    cost = op_cost(conv, "forward", gpu_context("v100-sxm2-16gb", "fp32"))
     assert not any(n.kind == "convolution algorithm" for n in cost.notes)
 
 
