@@ -82,7 +82,7 @@ def serving_violations() -> tuple[int, list[str]]:
     """(sweeps checked, violations) over the serving GPUs x models x weight precisions x runtimes."""
     checked, out = 0, []
     for gpu, model, precision, runtime in itertools.product(SERVE_GPUS, SERVE_MODELS, ["fp16", "fp8", "int8", "int4"],
-                                                            ["graph", "eager"]):
+                                                            ["graph", "fused", "eager"]):
         where = f"{gpu} {model} {precision} {runtime}"
         doc = _serve(model, gpu, batch=SERVE_BATCHES, prompt_len=512, output_len=128, precision=precision,
                      runtime=runtime, allow_oversize=True)

@@ -51,9 +51,11 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
                    help="with --runtime eager: the transformers release whose generate runs (e.g. 4.35: eager "
                         "attention before 4.36, grouped K/V repeated per head before 4.54, the prompt's logits "
                         "for every position before 4.45); default: the current release")
-    g.add_argument("--runtime", choices=["eager", "graph"],
+    g.add_argument("--runtime", choices=["eager", "graph", "fused"],
                    help="eager: Hugging Face generate (per-op dispatch; default); graph: no per-op host time "
-                        "(vLLM's CUDA graphs, TensorRT-LLM, LMDeploy's TurboMind, llama.cpp, gpt-fast compiled)")
+                        "(vLLM's CUDA graphs, TensorRT-LLM, LMDeploy's TurboMind, llama.cpp, gpt-fast compiled); "
+                        "fused: a Python loop over an engine's fused kernels, about 12 a layer (TinyChat, "
+                        "AutoAWQ's fused modules, ExLlama)")
     g.add_argument("--engine", default="none", choices=list(ENGINE_LOOPS),
                    help="the serving engine's host loop around each forward, while the GPU waits: none (a C++ or "
                         "overlapped loop: TensorRT-LLM, gpt-fast, llama.cpp with flash attention; default), "

@@ -198,6 +198,38 @@ def eager_kernels(cfg: DecoderConfig, op: Op) -> tuple[int, int, int]:
     return 1, 0, 0
 
 
+FUSED_QKV_PARTNERS = ("attn.k_proj", "attn.v_proj")
+"""Projections a fused-module engine computes in the q projection's call: one quantised linear layer over the
+concatenated q, k, v weights (TinyChat's and AutoAWQ's `qkv_proj`)."""
+FUSED_IN_ATTENTION = ("attn.rope_q", "attn.rope_k")
+"""Ops the engine's decode attention kernel does itself: FasterTransformer's masked multi-head attention, which
+TinyChat and AutoAWQ call (`single_query_attention`), rotates q and k and writes the new K and V into the cache."""
+FUSED_ATTENTION_VIEWS = 8
+"""Tensor calls around the engine's attention that launch no kernel (TinyChat 2.0, mit-han-lab/llm-awq@e4bdec27,
+tinychat/modules/fused_attn.py): the qkv output's view, three slices and three views for q, k, v, the output's
+reshape."""
+FUSED_NORM_VIEWS = 1
+"""The output buffer each fused RMSNorm allocates before its kernel writes it (`torch.empty_like`, TinyChat 2.0
+tinychat/models/llama.py)."""
+
+
+def fused_kernels(cfg: DecoderConfig, op: Op) -> tuple[int, int]:
+    """(kernels, views) an engine of fused modules called from Python runs for `op`, as TinyChat 2.0 and
+    AutoAWQ 0.1.6's GEMV modules run a decode layer, read in their code (12 kernels and 10 tensor calls a
+    Llama layer: two RMSNorms, the qkv, o, gate, up and down products, the attention kernel, SiLU, the gate's
+    multiply, two residual adds): every op of the IR one kernel, except the k and v projections
+    (`FUSED_QKV_PARTNERS`) and the rotary embedding (`FUSED_IN_ATTENTION`), which other kernels do. AutoAWQ's
+    GEMM modules add a split-K reduction to each product (17 a layer) and ExLlama v1 launches 19; those
+    differences are not priced."""
+    if op.name in FUSED_QKV_PARTNERS or op.name in FUSED_IN_ATTENTION:
+        return 0, 0
+    if isinstance(op, LayerNorm):
+        return 1, FUSED_NORM_VIEWS
+    if isinstance(op, CachedAttention):
+        return 1, FUSED_ATTENTION_VIEWS
+    return 1, 0
+
+
 def unfused_bytes(cfg: DecoderConfig, op: Op, act_bytes: float, kv_bytes: float) -> float:
     """Bytes eager transformers moves for `op` beyond the op's own (fused) traffic: each of its kernels is
     its own pass over memory (modeling_llama.py and cache_utils.py, transformers 5.17, read here).
