@@ -25,7 +25,6 @@ from roofline.errors import RooflineError
 from roofline.model.ceilings import Ceilings
 from roofline.model.costmodel import OpCost
 from roofline.model.step import drained_pipeline_s
-from roofline.workload.llm.config import DecoderConfig
 from roofline.workload.llm.phases import Step, fused_kernels
 
 
@@ -47,7 +46,12 @@ def eager_charge(o: OpCost, c: Ceilings, kernels: int, views: int = 0) -> OpCost
     dispatch of its views (`view_call_s`)."""
     kernels = kernels if o.bound != "free" else 0
     host = c.dispatch_s * kernels if not o.launches else o.host_s / o.launches * kernels
-    host += views * view_call_s(c)
+    return _launched(o, c, kernels, host + views * view_call_s(c))
+
+
+def _launched(o: OpCost, c: Ceilings, kernels: int, host: float) -> OpCost:
+    """The op with `host` seconds of calls and, on a GPU, one launch floor per kernel; 'overhead'-bound where
+    either outlasts its work."""
     device = max(o.device_s, c.launch_s * kernels) if c.is_gpu else o.device_s
     bound = "overhead" if kernels and max(host, device) > max(o.compute_s, o.memory_s) else o.bound
     return replace(o, host_s=host, device_s=device, launches=kernels, bound=bound)
@@ -66,10 +70,7 @@ def fused_charge(o: OpCost, c: Ceilings, kernels: int, views: int = 0) -> OpCost
         raise RooflineError("--runtime fused (an engine's CUDA kernels called from Python) needs a GPU profile; "
                             "on a CPU use --runtime eager")
     kernels = kernels if o.bound != "free" else 0
-    host = kernel_call_s(c) * kernels + views * view_call_s(c)
-    device = max(o.device_s, c.launch_s * kernels)
-    bound = "overhead" if kernels and max(host, device) > max(o.compute_s, o.memory_s) else o.bound
-    return replace(o, host_s=host, device_s=device, launches=kernels, bound=bound)
+    return _launched(o, c, kernels, kernel_call_s(c) * kernels + views * view_call_s(c))
 
 
 def graph_charge(o: OpCost, c: Ceilings, kernels: int, views: int = 0) -> OpCost:
@@ -85,14 +86,14 @@ def graph_total(sequence: list[OpCost], c: Ceilings) -> float:
     return c.launch_s + sum(o.device_s for o in sequence)
 
 
-def transformers_calls(cfg: DecoderConfig, step: Step, fp32: bool) -> tuple[int, int]:
+def transformers_calls(step: Step, fp32: bool) -> tuple[int, int]:
     """(kernels, views) transformers' eager forward runs for the step (`Step.kernels`, `Step.views`)."""
     return step.kernels - (step.fp32_noop if fp32 else 0), step.views
 
 
-def engine_calls(cfg: DecoderConfig, step: Step, fp32: bool) -> tuple[int, int]:
+def engine_calls(step: Step, fp32: bool) -> tuple[int, int]:
     """(kernels, views) a fused-module engine runs for the step (`phases.fused_kernels`)."""
-    return fused_kernels(cfg, step.op)
+    return fused_kernels(step.op)
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ class Runtime:
     total: Callable[[list[OpCost], Ceilings], float]
     unfused: bool
     """Each kernel of an op is its own pass over memory (eager); a compiled graph fuses an op's kernels."""
-    calls: Callable[[DecoderConfig, Step, bool], tuple[int, int]] = transformers_calls
+    calls: Callable[[Step, bool], tuple[int, int]] = transformers_calls
     """(kernels, views) the runtime launches and calls for a step, the model in fp32 or not."""
 
 

@@ -402,7 +402,7 @@ def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, units: 
             cost = _unfused(cost, unfused_bytes(cfg, op, act_bytes, prec.kv_bytes))
         if isinstance(op, GgmlAttention):
             cost = _unfused(cost, op.score_bytes(), "llama.cpp's score kernels")
-        kernels, views = rt.calls(cfg, step, prec.compute.storage_bytes == 4)
+        kernels, views = rt.calls(step, prec.compute.storage_bytes == 4)
         charged.append((rt.charge(cost, c, kernels, views), step.repeat))
         if isinstance(op, LogitsHead) and op.upcasts(act_bytes):
             charged.append((rt.charge(upcast_cost(op, other_ctx), c, 1, 0), step.repeat))

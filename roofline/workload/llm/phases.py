@@ -213,7 +213,7 @@ FUSED_NORM_VIEWS = 1
 tinychat/models/llama.py)."""
 
 
-def fused_kernels(cfg: DecoderConfig, op: Op) -> tuple[int, int]:
+def fused_kernels(op: Op) -> tuple[int, int]:
     """(kernels, views) an engine of fused modules called from Python runs for `op`, as TinyChat 2.0 and
     AutoAWQ 0.1.6's GEMV modules run a decode layer, read in their code (12 kernels and 10 tensor calls a
     Llama layer: two RMSNorms, the qkv, o, gate, up and down products, the attention kernel, SiLU, the gate's
