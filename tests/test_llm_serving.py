@@ -304,6 +304,27 @@ def test_fused_runtime_is_host_bound_when_its_calls_outlast_the_kernels():
     assert pred.tpot_s >= cfg.layers * (12 * 8.13e-6 + 10 * 3.91e-6)
 
 
+def test_advise_serve_says_whose_step_a_python_loop_sets(capsys):
+    """Under --runtime fused Llama-2-7B's decode step calls 32 x 12 layer kernels and 4 outside them (embedding,
+    final norm, lm_head, argmax): 388 Python calls at 8.13 us, and 32 x 10 + 1 tensor calls at 3.91 us, 4.41 ms of
+    host against the int4 weights' 3.8 GB of kernels at an RTX 4090's ~0.9 TB/s: the GPU's step, which a graph
+    takes in the same time; under eager on an H100 the calls outlast the kernels."""
+    out = run_json(capsys, "advise", "--model", "llama-2-7b", "--gpu", "rtx-4090", "--serve", "--runtime", "fused",
+                   "--precision", "int4", "--prompt-len", "4", "--output-len", "64", "--tpot-ms", "6")
+    numbers = out["reason_numbers"]
+    assert numbers["decode_kernel_calls"] == 388
+    assert numbers["decode_host_s"] == pytest.approx(388 * 8.13e-6 + 321 * 3.91e-6)
+    assert numbers["decode_device_s"] > numbers["decode_host_s"]
+    assert any("the GPU's" in r for r in out["reasons"])
+    eager = run_json(capsys, "advise", "--model", "llama-2-7b", "--gpu", "h100", "--serve", "--prompt-len", "512",
+                     "--output-len", "128", "--tpot-ms", "30")
+    assert eager["reason_numbers"]["decode_host_s"] > eager["reason_numbers"]["decode_device_s"]
+    assert any("the host's" in r for r in eager["reasons"])
+    graph = run_json(capsys, "advise", "--model", "llama-2-7b", "--gpu", "h100", "--serve", "--runtime", "graph",
+                     "--prompt-len", "512", "--output-len", "128")
+    assert "decode_host_s" not in graph["reason_numbers"]
+
+
 def test_tensor_parallel_splits_weights_and_kv_cache_closed_form():
     """Llama-2-70B (h 8192, 80 layers, 64 heads, 8 KV heads of 128, MLP 28672, vocab 32000) on 4 H100s of a
     DGX H100: each GPU holds a quarter of every linear layer and of the lm_head, the embedding and norms whole,

@@ -116,6 +116,9 @@ def advise_serving(cfg: DecoderConfig, profile, prompt: int, output: int, runtim
     reasons, numbers = _reasons(cfg, shown, limits, tpot_s, ttft_s, ok)
     if (faster := _fp16_accumulate_reason(cfg, profile, shown, runtime, tp, release)) is not None:
         reasons.append(faster)
+    if (host := _host_reason(cfg, profile, shown, tp, release)) is not None:
+        reasons.append(host[0])
+        numbers.update(host[1])
     records, device = serving_quotes(shown)
     reasons += [r["text"] for r in [*(records or {}).values(), *([device] if device else [])]]
     return ServingAdvice(cfg.name, profile.name, prompt, output, runtime, best, limits, sweep, reasons, numbers,
@@ -189,6 +192,29 @@ def _reasons(cfg: DecoderConfig, p: ServingPrediction, limits: dict[str, int], t
     if (tpot_s or ttft_s) and not ok:
         reasons.append("No configuration meets the latency targets: the smallest batch's TTFT/TPOT exceed them.")
     return reasons, numbers
+
+
+def _host_reason(cfg: DecoderConfig, profile, p: ServingPrediction, tp: TensorParallel | None,
+                 release: TransformersRelease) -> tuple[str, dict[str, float | int]] | None:
+    """Under a runtime that calls every kernel from Python (eager, fused), a decode step's host calls against
+    its kernels' device time, and what a captured graph would make of the same step: the lesson that a Python
+    loop's calls, not the GPU, can set the time per token."""
+    if p.runtime == "graph" or not p.ceilings.is_gpu:
+        return None
+    host = sum(o.host_s * n for o, n in p.decode.costs)
+    device = sum(o.device_s * n for o, n in p.decode.costs)
+    launches = sum(o.launches * n for o, n in p.decode.costs)
+    graph = predict_serving(cfg, profile, p.precision, p.batch, p.prompt_len, p.output_len, "graph", tp,
+                            engine=p.engine.name)
+    whose = "the host's: the GPU waits on the calls" if host > device else "the GPU's: the calls run ahead of it"
+    also = (", which also fuses the extra passes over memory eager's separate kernels make"
+            if p.runtime == "eager" else "")
+    text = (f"The {p.runtime} runtime calls {launches} kernels from Python every decode step: {host * 1e3:.2f} ms "
+            f"of host calls against {device * 1e3:.2f} ms of kernels at batch {p.batch}, so the step is {whose}. "
+            f"Captured in a CUDA graph (`--runtime graph`{also}) the step would take {graph.tpot_s * 1e3:.2f} ms "
+            f"instead of {p.tpot_s * 1e3:.2f} ms.")
+    return text, {"decode_host_s": host, "decode_device_s": device, "decode_kernel_calls": launches,
+                  "graph_tpot_s": graph.tpot_s}
 
 
 def _fp16_accumulate_reason(cfg: DecoderConfig, profile, p: ServingPrediction, runtime: str,
