@@ -168,8 +168,8 @@ def _reasons(cfg: DecoderConfig, p: ServingPrediction, limits: dict[str, int], t
             f"Eager generate keeps a DynamicCache that appends each token with torch.cat, reading and rewriting every "
             f"layer's K and V: {copy / 1e9:.2f} GB per decode step at batch {p.batch}, {copy_s * 1e3:.2f} ms of the "
             f"{p.tpot_s * 1e3:.2f} ms step ({copy_s / p.tpot_s:.0%}), growing with batch x context; a StaticCache "
-            "or a serving engine's paged cache writes only the new token (`roofline predict --runtime graph "
-            "--static-cache N` prices the first).")
+            "or a serving engine's paged cache writes only the new token (`--runtime graph --static-cache "
+            f"{p.prompt_len + p.output_len}` prices the first).")
     if p.release.all_logits:
         head = next(s.op for s in p.prefill.phase.steps if isinstance(s.op, LogitsHead))
         act = p.precision.activation_bytes
