@@ -5,8 +5,8 @@ multi-head attention before v0.7, vLLM V0's paged attention, FasterTransformer's
 block per query head and sequence, each loading its KV head over the whole context; a grouped kernel loads each KV
 head once. `--decode-attention per-head` prices every block's loads at DRAM (roofline.workload.ops.serving,
 MaskedMultiheadAttention), which matched NVIDIA's XQA-against-masked-MHA ratio on an H200 (Llama-2-70B, batch 192)
-but makes the record's Mistral and Mixtral rows at large batch and context 75-129% too slow (benchmarks/LOG.md,
-twenty-eighth session). The blocks that share a KV head are launched one after another (the query head is the
+and beats grouped pricing at the median of every per-head block of the record, but prices its Mistral and Mixtral
+rows at the largest batches and contexts 75-129% too slow (benchmarks/LOG.md, twenty-eighth session). The blocks that share a KV head are launched one after another (the query head is the
 grid's fastest index), so they may run together and meet in L2, reading the head from DRAM about once.
 
 This script settles it for one kernel: the same Triton decode attention (one query token per sequence, an online
