@@ -6,8 +6,9 @@ block per query head and sequence, each loading its KV head over the whole conte
 head once. `--decode-attention per-head` prices every block's loads at DRAM (roofline.workload.ops.serving,
 MaskedMultiheadAttention), which matched NVIDIA's XQA-against-masked-MHA ratio on an H200 (Llama-2-70B, batch 192)
 and beats grouped pricing at the median of every per-head block of the record, but prices its Mistral and Mixtral
-rows at the largest batches and contexts 75-129% too slow (benchmarks/LOG.md, twenty-eighth session). The blocks that share a KV head are launched one after another (the query head is the
-grid's fastest index), so they may run together and meet in L2, reading the head from DRAM about once.
+rows at the largest batches and contexts 75-129% too slow (benchmarks/LOG.md, twenty-eighth session). The blocks
+that share a KV head are launched one after another (the query head is the grid's fastest index), so they may run
+together and meet in L2, reading the head from DRAM less often than once per block.
 
 This script settles it for one kernel: the same Triton decode attention (one query token per sequence, an online
 softmax over blocks of the context, fp16 in, fp32 accumulate), launched per query head (one program per query
