@@ -267,3 +267,15 @@ def test_a_training_step_costs_the_host_more_per_call():
     first_train = next(o for o in train.ops if o.pass_ == "forward" and o.name == first_infer.name)
     assert first_train.host_s == pytest.approx(first_infer.host_s * factor)
     assert first_train.device_s == pytest.approx(first_infer.device_s)
+
+
+def test_a_python_kernel_call_costs_what_the_h100_host_calibration_measured():
+    """The fused runtime's host cost per kernel is the calibration's queued launch rate on the same host (a tiny CUDA
+    op called back to back from Python), the file the runtime profile cites."""
+    from pathlib import Path
+
+    import yaml
+
+    calibrated = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "h100-calibrated.yaml"
+    measured = yaml.safe_load(calibrated.read_text())["measured"]["kernel_launch_s"]
+    assert load_runtime(EAGER_CUDA).host_call_s.by_kind["kernel_call"] == pytest.approx(measured, rel=0.01)
