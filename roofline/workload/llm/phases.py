@@ -220,7 +220,7 @@ def fused_kernels(op: Op) -> tuple[int, int]:
     multiply, two residual adds): every op of the IR one kernel, except the k and v projections
     (`FUSED_QKV_PARTNERS`) and the rotary embedding (`FUSED_IN_ATTENTION`), which other kernels do. AutoAWQ's
     GEMM modules add a split-K reduction to each product (17 a layer) and ExLlama v1 launches 19; those
-    differences are not priced."""
+    differences are not priced, nor are the layer's six nn.Module calls (no figure measures a bare module call)."""
     if op.name in FUSED_QKV_PARTNERS or op.name in FUSED_IN_ATTENTION:
         return 0, 0
     if isinstance(op, LayerNorm):
