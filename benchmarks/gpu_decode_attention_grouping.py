@@ -25,7 +25,6 @@ Needs a GPU and Triton (`measure('cpu', SMALL)` under TRITON_INTERPRET=1 checks 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from gpu_live import cuda_time  # noqa: E402
+from gpu_live import cuda_time, emit  # noqa: E402
 
 HEAD_DIM = 128
 SHAPES = [(8, 32, 8, 2048), (56, 32, 8, 3072), (120, 32, 8, 1152), (32, 32, 8, 4096), (192, 64, 8, 1152),
@@ -176,11 +175,7 @@ def main() -> int:
     doc: dict[str, Any] = {"script": "benchmarks/gpu_decode_attention_grouping.py", "date": time.strftime("%Y-%m-%d"),
                            "device": torch.cuda.get_device_name(), "torch": torch.__version__,
                            "copy_bytes_per_s": copy_rate(), "rows": measure()}
-    text = json.dumps(doc, indent=1)
-    if args.out:
-        args.out.write_text(text)
-    else:
-        print(text)
+    emit(doc, args.out)
     return 0
 
 

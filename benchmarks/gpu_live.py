@@ -32,6 +32,15 @@ MIN_TIMED_S = 0.25
 REPEATS = 3
 
 
+def emit(doc: dict[str, Any], out: Path | None) -> None:
+    """A device check's result as JSON: into `out` (what the device run brings back under $OUT), else stdout."""
+    text = json.dumps(doc, indent=1)
+    if out:
+        out.write_text(text)
+    else:
+        print(text)
+
+
 def cuda_time(fn: Callable[[], Any], min_s: float = MIN_TIMED_S, repeats: int = REPEATS,
               warmup: int = 3) -> dict[str, float]:
     """Seconds per call of fn: warm-up calls, then `repeats` windows of n calls between CUDA events."""

@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from gpu_live import cuda_time  # noqa: E402
+from gpu_live import cuda_time, emit  # noqa: E402
 
 SHAPES = [(m, 14336, 4096) for m in (64, 256, 1024, 4096)] + [(m, 4096, 14336) for m in (256, 4096)] + [
     (2048, 11008, 4096), (8192, 8192, 8192)]
@@ -120,11 +120,7 @@ def main() -> int:
         lines = run.stdout.strip().splitlines()
         doc[mode] = json.loads(lines[-1]) if run.returncode == 0 and lines else {"error": run.stderr[-600:]}
         print(mode, "done", flush=True)
-    text = json.dumps(doc, indent=1)
-    if args.out:
-        args.out.write_text(text)
-    else:
-        print(text)
+    emit(doc, args.out)
     return 0
 
 
