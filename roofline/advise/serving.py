@@ -116,7 +116,7 @@ def advise_serving(cfg: DecoderConfig, profile, prompt: int, output: int, runtim
     reasons, numbers = _reasons(cfg, shown, limits, tpot_s, ttft_s, ok)
     if (faster := _fp16_accumulate_reason(cfg, profile, shown, runtime, tp, release)) is not None:
         reasons.append(faster)
-    if (host := _host_reason(cfg, profile, shown, tp, release)) is not None:
+    if (host := _host_reason(cfg, profile, shown, tp)) is not None:
         reasons.append(host[0])
         numbers.update(host[1])
     records, device = serving_quotes(shown)
@@ -194,8 +194,8 @@ def _reasons(cfg: DecoderConfig, p: ServingPrediction, limits: dict[str, int], t
     return reasons, numbers
 
 
-def _host_reason(cfg: DecoderConfig, profile, p: ServingPrediction, tp: TensorParallel | None,
-                 release: TransformersRelease) -> tuple[str, dict[str, float | int]] | None:
+def _host_reason(cfg: DecoderConfig, profile, p: ServingPrediction,
+                 tp: TensorParallel | None) -> tuple[str, dict[str, float | int]] | None:
     """Under a runtime that calls every kernel from Python (eager, fused), a decode step's host calls against
     its kernels' device time, and what a captured graph would make of the same step: the lesson that a Python
     loop's calls, not the GPU, can set the time per token."""
