@@ -16,6 +16,7 @@ Run: python benchmarks/track_record.py
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from itertools import product
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any
 if not __package__:  # run as a script: make `roofline` importable from the repository root
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from roofline.advise import input_record
 from roofline.advise import track_record as tr
 from roofline.hardware import find_profile
 
@@ -36,7 +38,8 @@ def step_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
     """The held-out rows of a published-gpu comparison, reduced to what a step is matched on and the error."""
     return [{"row_id": r["row_id"], "source_id": r["source_id"], "device": find_profile(r["groups"]["gpu"]).name,
              "family": r["groups"]["family"], "mode": r["groups"]["mode"],
-             "precision_class": r["extra"]["precision_class"], "bound": r["extra"]["bound"], "error": r["error"]}
+             "precision_class": r["extra"]["precision_class"], "bound": r["extra"]["bound"], "data": r["extra"]["data"],
+             "error": r["error"]}
             for r in comparison["rows"] if r["holdout"]]
 
 
@@ -93,6 +96,19 @@ def cells_table(kind: tr.RecordKind) -> list[str]:
     return lines
 
 
+def input_paths_table() -> list[str]:
+    """The steps' held-out rows by how each input reached the GPU and by mode: what `predict` quotes beside a step
+    for its `--data` (`roofline/advise/input_record.py`)."""
+    lines = ["| input path (`--data`) | mode | rows | published / predicted: median (middle half) |",
+             "|---|---|---:|---|"]
+    for mode in ("train", "inference", None):
+        for path, errors in sorted(input_record.errors_by_path(mode).items()):
+            q1, q3 = tr.quartiles(errors) if len(errors) > 1 else (errors[0], errors[0])
+            lines.append(f"| {path} | {mode or 'both'} | {len(errors)} | "
+                         f"{1 / (1 + statistics.median(errors)):.2f}x ({1 / (1 + q3):.2f}-{1 / (1 + q1):.2f}x) |")
+    return lines
+
+
 def main() -> int:
     for comparison, shipped, reduce in RECORDS:
         print(write(RESULTS / comparison, PACKAGE / shipped, reduce))
@@ -108,6 +124,8 @@ def main() -> int:
     for title, kind in (("Training and inference steps (benchmarks/results/published-gpu.md)", tr.STEPS),
                         ("Served language models (benchmarks/results/published-llm-serving.md)", tr.SERVING)):
         doc += [f"## {title}", "", *cells_table(kind), ""]
+        if kind is tr.STEPS:
+            doc += ["### By input path", "", *input_paths_table(), ""]
     (RESULTS / "track-record.md").write_text("\n".join(doc))
     print("benchmarks/results/track-record.md")
     return 0

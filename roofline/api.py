@@ -117,6 +117,10 @@ class PredictResult(Result):
     device_record: dict[str, Any] | None = None
     """On a GPU, the record's held-out runs on this GPU (`rows`, `fitted_rows`, `median_error`, `text`); None for an
     op (the record holds whole steps) or on a CPU."""
+    input_record: dict[str, Any] | None = None
+    """On a GPU, the record's held-out runs whose input reached the GPU as `data` says (`rows`, `median_error`,
+    `other_paths`: the other placements' medians, `text`; `roofline.advise.input_record`); None for an op or on a
+    CPU."""
 
 
 class SweepRow(BatchRow):
@@ -342,7 +346,8 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
     where each step's input comes from (`roofline.model.data_placement`: pageable, pinned, prefetched, device;
     `pinned=True` is `data="pinned"`). `gelu_new` prices a tanh GELU as Hugging Face's gelu_new formula runs it.
     `html` also writes the HTML report of the first batch (an existing file only with force=True)."""
-    from roofline.advise.track_record import step_quotes
+    from roofline.advise.input_record import input_quote
+    from roofline.advise.track_record import model_family, step_quotes
     from roofline.model.step import predict_step
     from roofline.workload.precision import get_precision
 
@@ -375,6 +380,7 @@ def predict(model: ModelLike = None, *, op: str | None = None, hw: str | None = 
     out["data"] = opts.data
     out["track_record"], out["device_record"] = (None, None) if req.op else step_quotes(preds[0], req.model,
                                                                                        opts.autocast)
+    out["input_record"] = None if req.op else input_quote(preds[0], opts.data, model_family(req.model))
     result = PredictResult(**out)
     if target is not None:
         result.html = _write_report(target, profile, hw or gpu or cpu or "", result, None, force)

@@ -112,12 +112,14 @@ def test_the_cli_prints_it_and_advise_gives_it_as_a_reason():
         return subprocess.run([sys.executable, "-m", "roofline", *args], capture_output=True, text=True, cwd=ROOT)
 
     text = run("predict", "--model", "resnet50", "--gpu", "a100", "--batch", "256", "--precision", "amp")
-    assert text.returncode == 0 and "Track record:" in text.stdout
+    assert text.returncode == 0 and "Track record:" in text.stdout and "Input path:" in text.stdout
     advice = json.loads(run("advise", "--model", "resnet50", "--gpu", "a100", "--train", "--json").stdout)
     reasons = [r for r in advice["reasons"] if r["kind"] == "track_record"]
     assert len(reasons) == 1 and reasons[0]["rows"] >= tr.MIN_ROWS
     device = [r for r in advice["reasons"] if r["kind"] == "device_record"]
     assert len(device) == 1 and device[0]["device"] == advice["device"]
+    inputs = [r for r in advice["reasons"] if r["kind"] == "input_record"]
+    assert len(inputs) == 1 and inputs[0]["data"] == "pageable" and inputs[0]["rows"] >= tr.MIN_ROWS
 
 
 def _serving_rows(**cell: str) -> list[dict]:
@@ -259,3 +261,47 @@ def test_a_served_model_quotes_its_gpus_serving_rows():
     rows = _device_rows(SERVING, "h200-sxm-141gb", held_out=True)
     assert out["device_record"]["rows"] == len(rows) > 0
     assert out["device_record"]["median_error"] == pytest.approx(statistics.median(r["error"] for r in rows))
+
+
+def _path_errors(data: str, mode: str | None, family: str | None) -> list[float]:
+    """The comparison's held-out errors fed by `data`, read from the comparison's own fields."""
+    return [r["error"] for r in HELD_OUT if r["extra"]["data"] == data
+            and (mode is None or r["groups"]["mode"] == mode) and (family is None or r["groups"]["family"] == family)]
+
+
+def test_each_rows_input_path_is_its_recorded_data_as_predict_names_it():
+    dataset = yaml.safe_load((ROOT / "benchmarks/published/gpu-steps.yaml").read_text())
+    names = {"synthetic-device": "device", "loader": "pinned", "loader-pageable": "pageable",
+             "prefetched": "prefetched"}
+    by_id = {r["row_id"]: r for r in COMPARISON["rows"]}
+    shipped = {r["row_id"]: r for r in tr.record_rows()}
+    for _, row in gpu_steps.rows(dataset):
+        assert by_id[row.id]["extra"]["data"] == names[row.data], row.id
+        if row.id in shipped:
+            assert shipped[row.id]["data"] == names[row.data], row.id
+
+
+def test_predict_quotes_the_runs_fed_as_its_input_is_and_the_other_paths():
+    quote = api.predict("resnet50", gpu="v100", batch=64, train=True).input_record
+    errors = _path_errors("pageable", "train", "vision")
+    assert (quote["data"], quote["mode"], quote["family"], quote["rows"]) == ("pageable", "train", "vision",
+                                                                              len(errors))
+    assert quote["median_error"] == pytest.approx(statistics.median(errors))
+    assert quote["published_over_predicted"]["median"] == pytest.approx(1 / (1 + statistics.median(errors)))
+    for path, other in quote["other_paths"].items():
+        assert other["published_over_predicted"] == pytest.approx(
+            1 / (1 + statistics.median(_path_errors(path, "train", "vision"))))
+    assert "pin_memory" in quote["text"] and f"{quote['published_over_predicted']['median']:.2f}x" in quote["text"]
+
+
+def test_an_input_path_with_too_few_runs_of_the_family_widens_to_the_mode():
+    quote = api.predict("bert-base", gpu="a100", batch=32, seq_len=128, train=True, data="prefetched").input_record
+    assert not _path_errors("prefetched", "train", "text")
+    assert (quote["family"], quote["mode"]) == (None, "train")
+    assert quote["rows"] == len(_path_errors("prefetched", "train", None))
+    assert "pin_memory" not in quote["text"]
+
+
+def test_a_cpu_step_or_an_op_quotes_no_input_path():
+    assert api.predict("resnet50", cpu="textbook-cpu", batch=1).input_record is None
+    assert api.predict(op="gemm(m=1024,n=1024,k=1024)", gpu="a100").input_record is None

@@ -200,7 +200,7 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
                    "predicted_samples_per_s": row.batch / predicted,
                    "other_predictions": dict(row.other_predictions),
                    "precision_class": precision_class(row.precision, model_in_16_bit=row.amp_engine == "apex-o2"),
-                   "bound": step_bound(pred)}))
+                   "bound": step_bound(pred), "data": DATA_PLACEMENT[row.data]}))
     return comparisons
 
 

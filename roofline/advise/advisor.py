@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from roofline.advise.advice import Advice
+from roofline.advise.input_record import input_record_reasons
 from roofline.advise.reasons import explain_advice
-from roofline.advise.track_record import track_record_reasons
+from roofline.advise.track_record import model_family, track_record_reasons
 from roofline.errors import DoesNotFit
 from roofline.hardware.schema import Profile
 from roofline.model.data_placement import get_placement
@@ -134,5 +135,6 @@ def advise(name: str, build: BuildWorkload, profile: Profile, train: bool, preci
 
     advice.reasons = explain_advice(advice, profile, predict, GOOD_ENOUGH_FRACTION, opts.data, placed)
     advice.reasons += track_record_reasons(advice.recommended, name, opts.autocast)
+    advice.reasons += input_record_reasons(advice.recommended, opts.data, model_family(name))
     return advice
 

@@ -115,7 +115,7 @@ class TrackRecord:
 
     @property
     def middle_half(self) -> tuple[float, float]:
-        return _quartiles(self.errors)
+        return quartiles(self.errors)
 
     def as_dict(self, predicted_s: float, quantity: str = "step") -> dict[str, Any]:
         """The cell, its rows and spread, and what the predicted `quantity` would take by that record, with a
@@ -137,7 +137,7 @@ class TrackRecord:
                 "text": text}
 
 
-def _quartiles(errors: tuple[float, ...] | list[float]) -> tuple[float, float]:
+def quartiles(errors: tuple[float, ...] | list[float]) -> tuple[float, float]:
     """The errors' lower and upper quartiles: the middle half of the rows."""
     q1, _, q3 = statistics.quantiles(errors, n=4, method="inclusive")
     return q1, q3
@@ -188,7 +188,7 @@ def device_record(device: str, kind: RecordKind = STEPS) -> dict[str, Any]:
     median = statistics.median(errors)
     spread = ""
     if len(rows) >= MIN_ROWS:
-        q1, q3 = _quartiles(errors)
+        q1, q3 = quartiles(errors)
         out["middle_half_error"] = [q1, q3]
         spread = f" (middle half {1 / (1 + q3):.2f}-{1 / (1 + q1):.2f}x)"
     out |= {"median_error": median,

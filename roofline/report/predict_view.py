@@ -35,7 +35,7 @@ def render_prediction(out: dict[str, Any]) -> None:
                   f"input copy {format_si(out['transfer_s'], 's')}{_placement(out)}, "
                   f"sync {format_si(out['sync_s'], 's')}"
                   + (f", optimizer {format_si(out['optimizer_s'], 's')}" if out["train"] else ""))
-    for record in (out.get("track_record"), out.get("device_record")):
+    for record in (out.get("track_record"), out.get("input_record"), out.get("device_record")):
         if record:
             console.print(f"  {record['text']}")
     total = sum(out["time_by_bound_s"].values()) or 1.0
