@@ -37,10 +37,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from gpu_live import emit  # noqa: E402
+from gpu_live import emit  # noqa: E402  (it puts the repository root on the path, for `roofline`)
 
 MODELS = ("resnet18", "resnet50", "vgg16")
 PRECISIONS = ("fp32", "fp16")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from roofline.advise.track_record import MIN_ROWS, STEPS, record_rows
+from roofline.advise.track_record import MIN_ROWS, STEPS, quartiles, record_rows
 from roofline.model.step import StepPrediction
 from roofline.units import format_si
 
@@ -56,7 +56,7 @@ def input_quote(pred: StepPrediction, data: str, family: str | None = None) -> d
     else:
         return None
     errors = paths[data]
-    q1, _, q3 = statistics.quantiles(errors, n=4, method="inclusive")
+    q1, q3 = quartiles(errors)
     ratio, low, high = _ratio(errors), 1 / (1 + q3), 1 / (1 + q1)
     others = {p: {"rows": len(e), "published_over_predicted": _ratio(e)}
               for p, e in paths.items() if p != data and len(e) >= MIN_ROWS}
