@@ -47,8 +47,8 @@ def serving_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
     """The held-out rows of a published-llm-serving comparison, reduced likewise."""
     return [{"row_id": r["row_id"], "source_id": r["source_id"], "device": find_profile(r["groups"]["gpu"]).name,
              "phase": r["extra"]["phase"],
-             "runtime": r["extra"]["runtime"], "batch": r["extra"]["batch"], "gpus": r["extra"]["gpus"],
-             "weights": tr.weights_class(r["groups"]["precision"]), "error": r["error"]}
+             "runtime": r["extra"]["runtime"], "batch": r["extra"]["batch"], "weights": r["extra"]["weights"],
+             "gpus": r["extra"]["gpus"], "error": r["error"]}
             for r in comparison["rows"] if r["holdout"]]
 
 

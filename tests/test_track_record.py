@@ -143,6 +143,8 @@ def test_serving_keys_follow_each_rows_settings():
         assert r["extra"]["phase"] == ("first_token" if first else "output_tokens"), r["row_id"]
         assert r["extra"]["batch"] == ("1" if " B=1 " in r["settings"] else "batched"), r["row_id"]
         assert r["extra"]["gpus"] == ("tensor_parallel" if " TP=" in r["settings"] else "1"), r["row_id"]
+        quantised = r["groups"]["precision"] in ("int8", "int4")
+        assert r["extra"]["weights"] == ("weight_only" if quantised else "float"), r["row_id"]
         words = r["settings"].split()
         after_output = words[next(i for i, w in enumerate(words) if w.startswith("O=")) + 1]
         assert r["extra"]["runtime"] == after_output, r["row_id"]
@@ -150,21 +152,22 @@ def test_serving_keys_follow_each_rows_settings():
 
 def test_a_served_model_quotes_each_phases_cell():
     out = api.predict_serving("llama-2-7b", gpu="h100", batch=1, prompt_len=128, output_len=128, runtime="graph")
-    first = _serving_rows(phase="first_token", runtime="graph", batch="1", gpus="1")
+    first = _serving_rows(phase="first_token", runtime="graph", batch="1", weights="float", gpus="1")
     record = out["track_record"]["first_token"]
     assert record["rows"] == len(first) >= tr.MIN_ROWS
     median = statistics.median(r["error"] for r in first)
     assert record["median_error"] == pytest.approx(median)
     assert record["implied_time_s"]["median"] == pytest.approx(out["ttft_s"] / (1 + median))
     own = out["track_record"]["output_tokens"]
-    assert own["rows"] == len(_serving_rows(phase="output_tokens", runtime="graph", batch="1", gpus="1")) >= tr.MIN_ROWS
+    assert own["rows"] == len(_serving_rows(phase="output_tokens", runtime="graph", batch="1", weights="float",
+                                            gpus="1")) >= tr.MIN_ROWS
     # the eager tensor-parallel cell has too few held-out rows of its own, so it is widened over the GPU count
     out = api.predict_serving("llama-2-7b", gpu="h100", batch=1, prompt_len=128, output_len=128, runtime="eager",
                               gpus=4)
     assert len(_serving_rows(phase="output_tokens", runtime="eager", batch="1", gpus="tensor_parallel")) < tr.MIN_ROWS
     widened = out["track_record"]["output_tokens"]
-    assert widened["cell"] == {"phase": "output_tokens", "runtime": "eager", "batch": "1"}
-    assert widened["rows"] == len(_serving_rows(phase="output_tokens", runtime="eager", batch="1"))
+    assert widened["cell"] == {"phase": "output_tokens", "runtime": "eager", "batch": "1", "weights": "float"}
+    assert widened["rows"] == len(_serving_rows(phase="output_tokens", runtime="eager", batch="1", weights="float"))
     assert "one GPU or tensor-parallel" in widened["text"]
 
 
@@ -179,6 +182,20 @@ def test_the_runtime_is_never_widened_over():
     assert 0 < len(_serving_rows(phase="first_token", runtime="graph", batch="batched")) < tr.MIN_ROWS
     out = api.predict_serving("llama-2-7b", gpu="h100", batch=16, prompt_len=128, output_len=128, runtime="graph")
     assert set(out["track_record"]) == {"output_tokens"}
+
+
+def test_weight_only_weights_at_batch_one_quote_weight_only_runs():
+    """int4 at batch 1 on the graph runtime quotes the held-out weight-only runs at batch 1 of each phase, not the
+    16-bit and fp8 runs beside them; bf16 quotes the float runs alone. Each record's median is the comparison's."""
+    for precision, weights in (("int4", "weight_only"), ("bf16", "float")):
+        out = api.predict_serving("llama-3-8b", gpu="h200", batch=1, prompt_len=512, output_len=128,
+                                  runtime="graph", precision=precision)
+        for phase in ("first_token", "output_tokens"):
+            rows = _serving_rows(phase=phase, runtime="graph", batch="1", weights=weights, gpus="1")
+            record = out["track_record"][phase]
+            assert record["cell"]["weights"] == weights and record["rows"] == len(rows) >= tr.MIN_ROWS
+            assert record["median_error"] == pytest.approx(statistics.median(r["error"] for r in rows))
+            assert ("weight-only" in record["text"]) == (weights == "weight_only")
 
 
 def test_weight_only_weights_at_batch_above_one_quote_their_own_runs():

@@ -146,7 +146,7 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
                         "metric": row["metric"], "source": block.id},
                 extra={"figure": f"{row['value']:g} {row['metric']}", "fits": p.fits,
                        "phase": "first_token" if row["metric"] in FIRST_TOKEN_METRICS else "output_tokens",
-                       **serving_cell(row["runtime"], row["batch"], row.get("gpus", 1))}))
+                       **serving_cell(row["runtime"], row["batch"], row.get("gpus", 1), row["precision"])}))
     return out
 
 

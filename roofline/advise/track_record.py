@@ -48,7 +48,7 @@ def _step_label(key: str, value: str | None) -> str:
 
 
 def _serving_label(key: str, value: str | None) -> str:
-    """A serving cell's key in words (only tensor parallelism is ever widened over)."""
+    """A serving cell's key in words (only tensor parallelism and then the weights are ever widened over)."""
     if key == "phase":
         return {"first_token": "time to first token", "output_tokens": "time per output token or per request"}[
             str(value)]
@@ -56,6 +56,9 @@ def _serving_label(key: str, value: str | None) -> str:
         return f"{value} runtime"
     if key == "batch":
         return "batch 1" if value == "1" else "batch above 1"
+    if key == "weights":
+        return {"weight_only": "int8/int4 weight-only weights", "float": "16-bit or fp8 weights",
+                None: "any weights"}[value]
     return {"tensor_parallel": "tensor-parallel", "1": "one GPU", None: "one GPU or tensor-parallel"}[value]
 
 
@@ -79,11 +82,15 @@ STEPS = RecordKind("gpu_track_record.json", "benchmarks/results/published-gpu.md
 """Training and inference steps: the model family is dropped first, then the mode, then the precision class; the
 bound stays, because host-bound rows miss by the host's speed, which no GPU figure describes."""
 SERVING = RecordKind("llm_track_record.json", "benchmarks/results/published-llm-serving.md",
-                     ("phase", "runtime", "batch", "gpus"),
-                     (("phase", "runtime", "batch", "gpus"), ("phase", "runtime", "batch")), _serving_label)
-"""Served language models: only tensor parallelism is dropped. The runtime stays (an eager Python loop misses by
-its host, a compiled engine by its kernels), and so do the phase and whether one sequence or many run (a first
-token at batch 1 carries the request's fixed costs, which a batch of long prompts buries)."""
+                     ("phase", "runtime", "batch", "weights", "gpus"),
+                     (("phase", "runtime", "batch", "weights", "gpus"), ("phase", "runtime", "batch", "weights"),
+                      ("phase", "runtime", "batch")), _serving_label)
+"""Served language models: tensor parallelism is dropped first, then the weights' kind. The runtime stays (an eager
+Python loop misses by its host, a compiled engine by its kernels), and so do the phase and whether one sequence or
+many run (a first token at batch 1 carries the request's fixed costs, which a batch of long prompts buries). The
+weights' kind stays while it can: a weight-only model's time per token is its engine's dequantising kernel's, and
+the record's weight-only runs at batch 1 took longer over their predictions than its 16-bit and fp8 runs did
+(benchmarks/results/track-record.md), which a cell of both would hide behind the float runs' numbers."""
 
 
 def precision_class(precision: str, model_in_16_bit: bool = False) -> str | None:
@@ -204,10 +211,10 @@ def step_bound(pred: StepPrediction) -> str:
     return "host" if pred.host_s > pred.device_s else "device"
 
 
-def serving_cell(runtime: str, batch: int, gpus: int) -> dict[str, str]:
-    """A served run's runtime, batch and GPU keys, for the shipped rows (benchmarks/published_kinds/llm_serving.py)
-    and the prediction they are quoted beside alike."""
-    return {"runtime": runtime, "batch": "1" if batch == 1 else "batched",
+def serving_cell(runtime: str, batch: int, gpus: int, precision: str) -> dict[str, str]:
+    """A served run's runtime, batch, weights and GPU keys, for the shipped rows
+    (benchmarks/published_kinds/llm_serving.py) and the prediction they are quoted beside alike."""
+    return {"runtime": runtime, "batch": "1" if batch == 1 else "batched", "weights": weights_class(precision),
             "gpus": "tensor_parallel" if gpus > 1 else "1"}
 
 
@@ -268,7 +275,7 @@ def serving_quotes(pred: ServingPrediction) -> tuple[dict[str, Any] | None, dict
     share of the serving record), as `step_quotes`."""
     if not pred.ceilings.is_gpu:
         return None, None
-    cell = serving_cell(pred.runtime, pred.batch, pred.gpus)
+    cell = serving_cell(pred.runtime, pred.batch, pred.gpus, pred.precision.name)
     records = {}
     for phase, quantity, seconds in (("first_token", "first token", pred.ttft_s),
                                      ("output_tokens", "output token", pred.tpot_s)):
