@@ -84,8 +84,9 @@ bound stays, because host-bound rows miss by the host's speed, which no GPU figu
 SERVING = RecordKind("llm_track_record.json", "benchmarks/results/published-llm-serving.md",
                      ("phase", "runtime", "batch", "weights", "gpus"),
                      (("phase", "runtime", "batch", "weights", "gpus"), ("phase", "runtime", "batch", "weights"),
-                      ("phase", "runtime", "batch")), _serving_label)
-"""Served language models: tensor parallelism is dropped first, then the weights' kind. The runtime stays (an eager
+                      ("phase", "runtime", "batch", "gpus"), ("phase", "runtime", "batch")), _serving_label)
+"""Served language models: tensor parallelism is dropped first, then the weights' kind (with the GPU count kept
+again), then both. The runtime stays (an eager
 Python loop misses by its host, a compiled engine by its kernels), and so do the phase and whether one sequence or
 many run (a first token at batch 1 carries the request's fixed costs, which a batch of long prompts buries). The
 weights' kind stays while it can: a weight-only model's time per token is its engine's dequantising kernel's, and
