@@ -8,11 +8,13 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import statistics
 from pathlib import Path
 
 import pytest
 
 import cli
+from roofline.advise import track_record as tr
 from roofline.hardware.runtime import EAGER_CUDA, load_runtime
 
 V100_CAPACITY = 16 * 2**30  # 17179869184 B, the datasheet's 16 GB of HBM2
@@ -125,6 +127,13 @@ def test_reasons_numbers_agree_with_sweep_and_datasheet(advice):
     assert overhead["host_bound"] is (overhead["host_s"] > overhead["device_s"]) is True
     assert load_runtime(EAGER_CUDA).measured_on in overhead["host_costs_from"]
     assert load_runtime(EAGER_CUDA).measured_on in overhead["text"] and "calibrate --device cuda" in overhead["text"]
+    # and how far the record's host-bound runs fell from such costs, on either side: the deciles of published over
+    # predicted time of the shipped held-out rows the prediction has host-bound
+    ratios = sorted(1 / (1 + r["error"]) for r in tr.record_rows(tr.STEPS) if r["bound"] == "host")
+    deciles = statistics.quantiles(ratios, n=10, method="inclusive")
+    assert deciles[0] < 1 < deciles[-1]
+    spread = f"record's {len(ratios)} held-out host-bound runs took {deciles[0]:.2f}-{deciles[-1]:.2f}x"
+    assert spread in overhead["text"]
     # inference: the host-bound forward is priced under torch.no_grad(), and the text says what recording autograd
     # cost on a measured host (ResNet-18 1.10x to MobileNetV3-Large 1.49x at batch 1)
     assert "torch.no_grad()" in overhead["text"] and "1.10-1.49x" in overhead["text"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from roofline.advise.track_record import host_bound_spread
 from roofline.model.ceilings import RUNTIME_PROVENANCE
 from roofline.model.cpu_runtime.heap_setting import KEEP_HEAP_ENV, KEEP_HEAP_TUNABLES, PRELOAD_ALLOCATORS
 from roofline.model.step import StepPrediction, copy_rate
@@ -193,9 +194,10 @@ gpu-live-h200-kernels.json, grad section, 2026-11-27; at batch 32, where the dev
 def overhead_reason(p1: StepPrediction) -> dict[str, Any]:
     """The host's per-op cost at batch 1 against the device's. Where the host bounds the step on a GPU priced
     with another machine's host costs (the runtime profile), the step follows that machine's CPU, not the
-    GPU, so the text names it and says what takes the host off the critical path: DeepLearningExamples' published
-    batch-1 ResNet-50 inference on V100 and T4 servers (2020, 2021) took 1.2-2.6x the step these costs predict
-    (benchmarks/LOG.md)."""
+    GPU, so the text names it, quotes how far the record's host-bound runs fell on either side of those costs
+    (`track_record.host_bound_spread`: DeepLearningExamples' batch-1 ResNet-50 inference on 2020-2021 V100 and T4
+    servers took 1.2-2.6x the step these costs predict, an RTX 5090 desktop of 2025 ran its host-bound training steps
+    in a fifth of it; benchmarks/LOG.md) and says what takes the host off the critical path."""
     launches = sum(o.launches for o in p1.ops)
     per_op = p1.host_s / launches if launches else 0.0
     host_bound = p1.host_s > p1.device_s
@@ -205,9 +207,12 @@ def overhead_reason(p1: StepPrediction) -> dict[str, Any]:
             f"({per_op * 1e6:.0f} us each on average) against {p1.device_s * 1e3:.2f} ms of device work"
             + ("; the device waits on Python, so small batches waste it." if host_bound else "."))
     if host_bound and borrowed:
-        text += (f" Those per-op costs come from the {where}; a slower host CPU pays more per op: calibrate on "
-                 "yours (`roofline calibrate --device cuda`) or replay the step as a CUDA graph "
-                 "(torch.compile(mode='reduce-overhead')).")
+        rows, low, median, high = host_bound_spread()
+        text += (f" Those per-op costs come from the {where}; another CPU and framework release pay another price "
+                 f"per op: the record's {rows} held-out host-bound runs took {low:.2f}-{high:.2f}x the predicted time "
+                 f"(10th to 90th percentile, median {median:.2f}x: older servers slower, a recent desktop faster). "
+                 "Calibrate on yours (`roofline calibrate --device cuda`) or replay the step as a "
+                 "CUDA graph (torch.compile(mode='reduce-overhead')).")
     if host_bound and not p1.train:
         ratios = AUTOGRAD_HOST_RATIO.values()
         text += (" The prediction assumes the forward runs under torch.no_grad() or torch.inference_mode(): one "

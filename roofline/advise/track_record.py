@@ -180,6 +180,15 @@ def find_record(cell: dict[str, str | None], kind: RecordKind = STEPS) -> TrackR
     return None
 
 
+def host_bound_spread() -> tuple[int, float, float, float]:
+    """(rows, 10th percentile, median, 90th percentile) of published over predicted time for the record's held-out
+    steps that the prediction has host-bound: how far a machine's CPU and framework release move a step whose pace
+    the host sets, beside the runtime profile's one measured host (slower servers, faster desktops alike)."""
+    ratios = sorted(1 / (1 + r["error"]) for r in record_rows(STEPS) if r["bound"] == "host")
+    deciles = statistics.quantiles(ratios, n=10, method="inclusive")
+    return len(ratios), deciles[0], statistics.median(ratios), deciles[-1]
+
+
 def device_record(device: str, kind: RecordKind = STEPS) -> dict[str, Any]:
     """How much of the record is this GPU's: its held-out rows of any kind and their spread, or a sentence saying
     the prediction rests on the profile and the mechanisms alone. A hardware chooser weighs a GPU the record has
