@@ -25,7 +25,6 @@ layer of each case, so it is known which ran, PyTorch's or cuDNN's.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Callable
@@ -160,13 +159,9 @@ def summary(rows: list[dict[str, Any]], copy_bytes_per_s: float) -> list[dict[st
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--budget-s", type=float, default=120.0)
-    parser.add_argument("--device", default="cuda")
-    parser.add_argument("--small", action="store_true")
-    args = parser.parse_args()
-    from gpu_live import environment
+    from gpu_live import cpu_checked_args, environment
+
+    args = cpu_checked_args(__doc__.split("\n")[0], 120.0)
 
     deadline = time.monotonic() + args.budget_s
     gpu = args.device == "cuda"

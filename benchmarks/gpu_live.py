@@ -93,6 +93,17 @@ def environment() -> dict[str, Any]:
     return env
 
 
+def cpu_checked_args(description: str, budget_s: float) -> argparse.Namespace:
+    """The command line of a device check that also runs on a CPU for its tests: --out (else stdout), --budget-s,
+    --device (cuda, or cpu) and --small (the CPU's shrunken shapes)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--budget-s", type=float, default=budget_s)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--small", action="store_true")
+    return parser.parse_args()
+
+
 def section_args(description: str, sections: str, budget_s: float) -> argparse.Namespace:
     """The command line of a sectioned device script: --out, --sections (default `sections`), --budget-s."""
     parser = argparse.ArgumentParser(description=description)

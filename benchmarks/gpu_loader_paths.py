@@ -30,7 +30,6 @@ included). `loader-pageable` against `pageable` is what the loader adds beyond t
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -143,13 +142,9 @@ def measure(model: str, mode: str, precision: str, path: str, device: str = "cud
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--budget-s", type=float, default=240.0)
-    parser.add_argument("--device", default="cuda")
-    parser.add_argument("--small", action="store_true")
-    args = parser.parse_args()
-    from gpu_live import environment
+    from gpu_live import cpu_checked_args, environment
+
+    args = cpu_checked_args(__doc__.split("\n")[0], 240.0)
 
     deadline = time.monotonic() + args.budget_s
     doc: dict[str, Any] = {"script": "benchmarks/gpu_loader_paths.py",
