@@ -196,8 +196,8 @@ def overhead_reason(p1: StepPrediction) -> dict[str, Any]:
     with another machine's host costs (the runtime profile), the step follows that machine's CPU, not the
     GPU, so the text names it, quotes how far the record's host-bound runs fell on either side of those costs
     (`track_record.host_bound_spread`: DeepLearningExamples' batch-1 ResNet-50 inference on 2020-2021 V100 and T4
-    servers took 1.2-2.6x the step these costs predict, an RTX 5090 desktop of 2025 ran its host-bound training steps
-    in a fifth of it; benchmarks/LOG.md) and says what takes the host off the critical path."""
+    servers took 1.2-2.6x the step these costs predict, an RTX 5090 desktop of 2025 ran its host-bound steps in a
+    fifth to a half of it; benchmarks/LOG.md) and says what takes the host off the critical path."""
     launches = sum(o.launches for o in p1.ops)
     per_op = p1.host_s / launches if launches else 0.0
     host_bound = p1.host_s > p1.device_s

@@ -48,7 +48,7 @@ def _step_label(key: str, value: str | None) -> str:
 
 
 def _serving_label(key: str, value: str | None) -> str:
-    """A serving cell's key in words (only tensor parallelism and then the weights are ever widened over)."""
+    """A serving cell's key in words (only tensor parallelism and the weights' kind are ever widened over)."""
     if key == "phase":
         return {"first_token": "time to first token", "output_tokens": "time per output token or per request"}[
             str(value)]
@@ -86,10 +86,9 @@ SERVING = RecordKind("llm_track_record.json", "benchmarks/results/published-llm-
                      (("phase", "runtime", "batch", "weights", "gpus"), ("phase", "runtime", "batch", "weights"),
                       ("phase", "runtime", "batch", "gpus"), ("phase", "runtime", "batch")), _serving_label)
 """Served language models: tensor parallelism is dropped first, then the weights' kind (with the GPU count kept
-again), then both. The runtime stays (an eager
-Python loop misses by its host, a compiled engine by its kernels), and so do the phase and whether one sequence or
-many run (a first token at batch 1 carries the request's fixed costs, which a batch of long prompts buries). The
-weights' kind stays while it can: a weight-only model's time per token is its engine's dequantising kernel's, and
+again), then both. The runtime stays (an eager Python loop misses by its host, a compiled engine by its kernels),
+and so do the phase and whether one sequence or many run (a first token at batch 1 carries the request's fixed
+costs, which a batch of long prompts buries). The weights' kind stays while it can: a weight-only model's time per token is its engine's dequantising kernel's, and
 the record's weight-only runs at batch 1 took longer over their predictions than its 16-bit and fp8 runs did
 (benchmarks/results/track-record.md), which a cell of both would hide behind the float runs' numbers."""
 
