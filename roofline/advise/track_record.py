@@ -88,9 +88,10 @@ SERVING = RecordKind("llm_track_record.json", "benchmarks/results/published-llm-
 """Served language models: tensor parallelism is dropped first, then the weights' kind (with the GPU count kept
 again), then both. The runtime stays (an eager Python loop misses by its host, a compiled engine by its kernels),
 and so do the phase and whether one sequence or many run (a first token at batch 1 carries the request's fixed
-costs, which a batch of long prompts buries). The weights' kind stays while it can: a weight-only model's time per token is its engine's dequantising kernel's, and
-the record's weight-only runs at batch 1 took longer over their predictions than its 16-bit and fp8 runs did
-(benchmarks/results/track-record.md), which a cell of both would hide behind the float runs' numbers."""
+costs, which a batch of long prompts buries). The weights' kind stays while it can: a weight-only model's time
+per token is its engine's dequantising kernel's, and the record's weight-only runs at batch 1 took longer over
+their predictions than its 16-bit and fp8 runs did (benchmarks/results/track-record.md), which a cell of both
+would hide behind the float runs' numbers."""
 
 
 def precision_class(precision: str, model_in_16_bit: bool = False) -> str | None:
