@@ -194,7 +194,7 @@ def render_markdown(doc: dict[str, Any], legend: list[str], comparisons: list[Co
     for key in group_keys:
         lines += ["", f"## By {key}", "", f"| {key} | part | rows | median abs | worst abs (row) | signed median | "
                   "too fast |", "|---|---|---:|---:|---|---:|---:|"]
-        for part in ("fitted", *HELD_OUT_PARTS):
+        for part in ("fitted", *HELD_OUT_PARTS, HELD_OUT_TOGETHER):
             for value, s in group_summaries(parts[part], key).items():
                 lines.append(f"| {value} | {_label(part)} | {_summary_cells(s)} |")
     extra_head = "".join(f" {name} |" for name, _ in extra_columns)

@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULT_STEM = "published-gpu"
 TITLE = "Single-GPU steps: predicted vs published"
 METRIC = "time per step"
-GROUP_KEYS = ("model", "gpu", "mode", "precision", "source", "family", "generation")
+GROUP_KEYS = ("model", "gpu", "mode", "precision", "source", "family", "generation", "bound")
 TARGET_GROUPS = ("family", "generation")
 SYNC_POINTS_PER_STEP = 1
 """Every harness in the record times each step to completion: DeepLearningExamples calls
@@ -194,7 +194,7 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
             published=row.published_step_s,
             predicted=predicted, settings=row.settings(),
             groups={"model": row.model, "gpu": row.gpu, "mode": row.mode, "precision": row.precision,
-                    "source": block.id, "family": family, "generation": generation},
+                    "source": block.id, "family": family, "generation": generation, "bound": step_bound(pred)},
             extra={"memory_bytes": pred.memory.total, "capacity_bytes": pred.capacity_bytes, "fits": pred.fits,
                    "published_samples_per_s": row.batch / row.published_step_s,
                    "predicted_samples_per_s": row.batch / predicted,
@@ -294,7 +294,9 @@ def legend(dataset: dict[str, Any]) -> list[str]:
         "Predicted: `predict_step` with the shipped profiles, no calibration; each row's stated settings; inputs "
         "from a loader copied from pinned memory each step (on a stream of their own where the loader prefetches), "
         "synthetic inputs not copied; one synchronization per step; optimizer `none` rows leave the predicted "
-        "update out.",
+        "update out. Bound: `host` where the predicted step's host dispatch outlasts its device work "
+        "(`roofline.advise.track_record.step_bound`), so the host's speed, which no row states, decides the "
+        "row; else `device`.",
         "",
         "Sources:",
     ]

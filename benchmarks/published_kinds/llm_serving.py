@@ -43,7 +43,7 @@ from roofline.workload.llm.transformers_release import transformers_release
 RESULT_STEM = "published-llm-serving"
 TITLE = "LLM serving (one GPU and tensor-parallel): predicted vs published"
 METRIC = "time per output token, per request or to the first token"
-GROUP_KEYS = ("model", "gpu", "precision", "metric", "source")
+GROUP_KEYS = ("model", "gpu", "precision", "metric", "source", "runtime", "weights")
 TARGET_GROUPS = ("metric",)
 TARGETS_OF = "issue 18"
 METRIC_TARGETS = {"decode_tokens_per_s": 0.15, "tpot_s": 0.15, "tokens_per_s": 0.15, "tokens_per_s_per_gpu": 0.15,
@@ -138,15 +138,17 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
                         f"{' ' + row['quant_kernel'] + ' kernel' if row.get('quant_kernel') else ''}"
                         f"{' fp16 accumulation' if row.get('accumulate') == 'fp16' else ''}"
                         f"{' engine ' + row['engine'] if row.get('engine') else ''}")
+            cell = serving_cell(row["runtime"], row["batch"], row.get("gpus", 1), row["precision"])
+            batches = "batch 1" if cell["batch"] == "1" else "batched"
             out.append(Comparison(
                 row_id=str(row["id"]), source_id=block.id, holdout=block.holdout, later_set=block.held_out_set,
                 published=published_time_s(row),
                 predicted=predicted_time_s(row, p), settings=settings,
                 groups={"model": row["model"], "gpu": row["gpu"], "precision": row["precision"],
-                        "metric": row["metric"], "source": block.id},
+                        "metric": row["metric"], "source": block.id,
+                        "runtime": f"{cell['runtime']}, {batches}", "weights": cell["weights"]},
                 extra={"figure": f"{row['value']:g} {row['metric']}", "fits": p.fits,
-                       "phase": "first_token" if row["metric"] in FIRST_TOKEN_METRICS else "output_tokens",
-                       **serving_cell(row["runtime"], row["batch"], row.get("gpus", 1), row["precision"])}))
+                       "phase": "first_token" if row["metric"] in FIRST_TOKEN_METRICS else "output_tokens", **cell}))
     return out
 
 

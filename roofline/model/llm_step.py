@@ -201,10 +201,16 @@ def _linear_params(cfg: DecoderConfig, layout: Layout = ONE_GPU) -> tuple[int, i
     return int(sum(s.op.params() * s.repeat for s in linear)) - experts, experts
 
 
-INT4_MMA_ROWS = 16
-"""Rows of activations one int4 weight-only product pads to: PyTorch's tinygemm kernel (`_weight_int4pack_mm`,
-which gpt-fast's int4 path calls; aten/src/ATen/native/cuda/int4mm.cu, ALayout_RM::kMTileSize = 16) issues
-mma.m16n8k16 on 16-row tiles of A, not a cuBLAS GEMM's 64- to 256-row tiles."""
+WEIGHT_ONLY_MMA_ROWS = 16
+"""Rows of activations a weight-only int8/int4 product of fewer than `DEQUANT_ROW_BAND` rows pads to: its kernels issue
+mma.m16n8k16 on 16-row tiles of A, not a cuBLAS GEMM's 64- to 256-row tiles. PyTorch's tinygemm
+(`_weight_int4pack_mm`, gpt-fast's and torchao's int4 path; aten/src/ATen/native/cuda/int4mm.cu,
+ALayout_RM::kMTileSize = 16); Marlin, vLLM's GPTQ/AWQ kernel
+(IST-DASLab/marlin@2f6d7c10e124b3c5fa29ff8d77d568bd7af3274c, marlin/marlin_cuda_kernel.cu: `thread_m_blocks`, 'number
+of 16x16 blocks in the m dimension (batchsize)'); the matrix-vector kernels engines run for one to a few rows
+(llama.cpp's mmvq, TensorRT-LLM's weight-only batched GEMV) pad nothing, so 16 rows is the most such a product
+computes. Priced with a 16-bit GEMM's 64-row tile instead, an int8 product of one row on a V100 cost 91x its products
+at the tensor cores' rate, slower than its weights' bytes."""
 
 
 def _dequant(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings) -> OpCost:
@@ -212,8 +218,8 @@ def _dequant(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings) -> O
     bands = math.ceil(float(op.rows) / DEQUANT_ROW_BAND)
     dequant_s = weights * bands * prec.dequant_flops_per_weight / c.vector_flops_per_s
     tensor_s = cost.compute_s
-    if prec.name == "int4" and c.matrix_flops_per_s and op.rows < DEQUANT_ROW_BAND:
-        padded = math.ceil(float(op.rows) / INT4_MMA_ROWS) * INT4_MMA_ROWS
+    if c.matrix_flops_per_s and op.rows < DEQUANT_ROW_BAND:
+        padded = math.ceil(float(op.rows) / WEIGHT_ONLY_MMA_ROWS) * WEIGHT_ONLY_MMA_ROWS
         tensor_s = 2.0 * padded * op.in_features * op.out_features / c.matrix_flops_per_s
     compute_s = tensor_s + dequant_s
     device_s = max(compute_s, cost.memory_s, c.launch_s if c.is_gpu else 0.0)
