@@ -399,6 +399,22 @@ def test_int4_products_pad_to_the_16_row_mma_tile():
     assert q.compute_s == pytest.approx(2 * 16 * 4096 * 4096 / 271.2e12 + 4096 * 4096 * 4 / vector)
 
 
+def test_int8_products_of_one_row_pad_to_the_16_row_mma_tile_and_stream_their_weights():
+    """Marlin's 16-row m blocks, not a 16-bit GEMM's 64-row tile: a batch-1 int8 mlp.gate of Llama-2-7B (11008 x
+    4096) on a V100 computes 2 x 16 x 11008 x 4096 FLOP at the fp16 tensor rate plus 2 operations a weight on the
+    vector units, well under its 45 MB of int8 weights at the DRAM rate, so the product is memory-bound."""
+    hw = find_profile("v100-pcie-16gb")
+    p = predict_serving(get_config("llama-2-7b"), hw, serving_precision("int8", activation="fp16"), 1, 8, 256,
+                        "graph")
+    gate = next(o for o, _ in p.decode.costs if o.name == "mlp.gate")
+    c = p.ceilings
+    weights = 11008 * 4096
+    assert gate.compute_s == pytest.approx(2 * 16 * weights / c.matrix_flops_per_s
+                                           + 2 * weights / c.vector_flops_per_s)
+    assert gate.bound == "memory"
+    assert gate.memory_s >= weights / c.dram.bandwidth_bytes_per_s
+
+
 @pytest.mark.parametrize("model, prompt, batch, measured_bytes", [
     # torch.cuda.max_memory_allocated() around transformers generate (bf16, 1 and 65 new tokens) on one H100,
     # benchmarks/results/gpu-live-h100.json, llm section, run 1

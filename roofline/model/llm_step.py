@@ -223,7 +223,10 @@ def _dequant(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings) -> O
         tensor_s = 2.0 * padded * op.in_features * op.out_features / c.matrix_flops_per_s
     compute_s = tensor_s + dequant_s
     device_s = max(compute_s, cost.memory_s, c.launch_s if c.is_gpu else 0.0)
-    bound = "compute" if compute_s >= max(cost.memory_s, cost.host_s) else cost.bound
+    if compute_s >= max(cost.memory_s, cost.host_s):
+        bound = "compute"
+    else:
+        bound = "memory" if cost.bound == "compute" else cost.bound
     return replace(cost, compute_s=compute_s, device_s=device_s, bound=bound,
                    notes=(*cost.notes, Note("dequantization", f"dequantise {prec.name}: {dequant_s * 1e6:.3g} us "
                                                                "on the vector units")))
