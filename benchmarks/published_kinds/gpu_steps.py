@@ -189,18 +189,19 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
             predicted, pred, family, generation = _predict(row)
         except RooflineError as exc:
             raise DatasetError(f"{block.id} row {row.id}: {exc}") from None
+        bound = step_bound(pred)
         comparisons.append(Comparison(
             row_id=row.id, source_id=block.id, holdout=block.holdout, later_set=block.held_out_set,
             published=row.published_step_s,
             predicted=predicted, settings=row.settings(),
             groups={"model": row.model, "gpu": row.gpu, "mode": row.mode, "precision": row.precision,
-                    "source": block.id, "family": family, "generation": generation, "bound": step_bound(pred)},
+                    "source": block.id, "family": family, "generation": generation, "bound": bound},
             extra={"memory_bytes": pred.memory.total, "capacity_bytes": pred.capacity_bytes, "fits": pred.fits,
                    "published_samples_per_s": row.batch / row.published_step_s,
                    "predicted_samples_per_s": row.batch / predicted,
                    "other_predictions": dict(row.other_predictions),
                    "precision_class": precision_class(row.precision, model_in_16_bit=row.amp_engine == "apex-o2"),
-                   "bound": step_bound(pred), "data": DATA_PLACEMENT[row.data]}))
+                   "bound": bound, "data": DATA_PLACEMENT[row.data]}))
     return comparisons
 
 
