@@ -102,8 +102,8 @@ def test_only_gpu_products_whose_weight_comes_from_dram_stream():
 
 def test_weight_only_products_keep_their_library_s_kernels():
     """int8/int4 weight-only products run their quantisation library's kernels, not cuBLAS: a Llama-2-7B decode
-    step in int4 (fused) prices its products from the packed weights at the DRAM rate, with no cuBLAS fixed time,
-    so their share of the step is the same whatever the measured cuBLAS figures are."""
+    step in int4 (fused) prices its products from the packed weights at the DRAM rate after the 3.75 us the one
+    measured library kernel (tinygemm, on the lent H100 and H200) paid, not cuBLAS's measured fixed time and share."""
     cfg, hw = get_config("llama-2-7b"), find_profile("a100-sxm4-80gb", kind="gpu")
     int4 = serving_precision("int4", activation="bf16")
     bf16 = serving_precision("bf16")
@@ -111,8 +111,9 @@ def test_weight_only_products_keep_their_library_s_kernels():
     layers = {o.name: o for o, _ in priced.decode.costs}
     gate = layers["mlp.gate"]
     c = ceilings_for(hw, get_precision("bf16"))
-    # 4096 x 11008 weights at 0.5 + 4 / 128 bytes, from DRAM, no fixed time: about 14.1 us on an A100's 1.70 TB/s
-    assert gate.memory_s == pytest.approx(4096 * 11008 * (0.5 + 4 / 128) / c.dram.bandwidth_bytes_per_s, rel=0.02)
+    # 4096 x 11008 weights at 0.5 + 4 / 128 bytes, from DRAM: about 14.1 us on an A100's 1.70 TB/s, after 3.75 us
+    assert gate.memory_s == pytest.approx(3.75e-6 + 4096 * 11008 * (0.5 + 4 / 128) / c.dram.bandwidth_bytes_per_s,
+                                          rel=0.02)
     dense = {o.name: o for o, _ in predict_serving(cfg, hw, bf16, 1, 128, 2, "graph").decode.costs}["mlp.gate"]
     assert dense.memory_s == pytest.approx(c.streaming_fixed_s + 4096 * 11008 * 2 / (
         c.streaming_share * c.dram.bandwidth_bytes_per_s), rel=0.02)

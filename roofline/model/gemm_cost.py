@@ -162,7 +162,8 @@ def streams_weight(op: Op, c: Ceilings, cold_weight: bool) -> bool:
     product still bound by its weight), which were not fitted. The sustained rate alone with the launch as a floor
     priced the fitted points 16% too fast at the median on both machines (the H100's k and v projections of
     8.4 MB at 5.0 us against 8.1 measured). Weight-only int8/int4 products run their libraries' own kernels, not
-    cuBLAS: `llm_step.phase_cost` prices them without it."""
+    cuBLAS: `llm_step.phase_cost` prices them with the library kernel's measured fixed time and the DRAM rate
+    (`llm_step.WEIGHT_ONLY_FIXED_S`)."""
     return cold_weight and c.is_gpu and isinstance(op, (Gemm, Linear))
 
 

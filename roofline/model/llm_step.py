@@ -259,6 +259,17 @@ faster than bf16 at a few sequences and slower from about 16; the `fused` kernel
 12 us."""
 
 
+WEIGHT_ONLY_FIXED_S = TINYGEMM_FIXED_S
+"""The fixed time of a weight-only library kernel that streams its weight from DRAM (Marlin, AWQ's and ExLlama's
+kernels, TensorRT-LLM's weight-only GEMV, llama.cpp's mmvq, MLC's), added to its weight's time at the DRAM rate:
+tinygemm's, the one such kernel measured (`TINYGEMM_FIXED_S`). Every kernel measured on the lent GPUs paid one:
+cuBLAS's 16-bit products 5.7 us (`Ceilings.streaming_fixed_s`), tinygemm 3.75 us, and inductor's int8 kernel read
+at 45-66% of the DRAM rate (`INDUCTOR_INT8_WEIGHTS_PER_SM_CYCLE`). A kernel's first bytes arrive a DRAM latency
+after its launch and its last wave drains alone; a 4096 x 4096 int4 weight (8.4 MB) streams in 4 us on an A100,
+so the fixed time is half a decode product's cost there. Until the thirty-second session these kernels paid none
+(commit 2f3b43c scoped the fixed time to cuBLAS after seeing what it did to three held-out blocks)."""
+
+
 def _tinygemm(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings) -> OpCost:
     """The product as PyTorch's tinygemm runs it (`TINYGEMM_FLOP_PER_SM_CYCLE`): its fixed time and the packed
     weight's stream, then its rows' arithmetic, one after the other."""
@@ -392,8 +403,9 @@ def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, units: 
     c = units.default
     act_bytes = prec.activation_bytes
     # weight-only int8/int4 products run the quantisation library's own kernels, not cuBLAS, whose streaming
-    # was measured (`gemm_cost.streams_weight`): their weights stream at the DRAM level's rate, with no fixed time
-    linear_c = replace(c, streaming_fixed_s=0.0, streaming_share=1.0) if prec.weight_only else c
+    # was measured (`gemm_cost.streams_weight`): their weights stream at the DRAM level's rate after the fixed
+    # time the one library kernel measured paid (`WEIGHT_ONLY_FIXED_S`)
+    linear_c = replace(c, streaming_fixed_s=WEIGHT_ONLY_FIXED_S, streaming_share=1.0) if prec.weight_only else c
     linear_ctx = CostContext(linear_c, act_bytes, prec.linear_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
     rt = RUNTIMES[runtime]
     charged: list[tuple[OpCost, int]] = []
