@@ -92,7 +92,7 @@ def cells_table(kind: tr.RecordKind) -> list[str]:
         quoted = "this one" if len(record.cell) == len(kind.keys) else \
             "widened over " + ", ".join(k for k in kind.keys if k not in record.cell)
         lines.append(f"| {' | '.join(combo)} | {exact} | {quoted} | {len(record.errors)} | "
-                     f"{1 / (1 + record.median_error):.2f}x ({1 / (1 + q3):.2f}-{1 / (1 + q1):.2f}x) |")
+                     f"{tr.time_ratio(record.median_error):.2f}x ({tr.time_ratio(q3):.2f}-{tr.time_ratio(q1):.2f}x) |")
     return lines
 
 
@@ -104,8 +104,9 @@ def input_paths_table() -> list[str]:
     for mode in ("train", "inference", None):
         for path, errors in sorted(input_record.errors_by_path(mode).items()):
             q1, q3 = tr.quartiles(errors) if len(errors) > 1 else (errors[0], errors[0])
+            median = tr.time_ratio(statistics.median(errors))
             lines.append(f"| {path} | {mode or 'both'} | {len(errors)} | "
-                         f"{1 / (1 + statistics.median(errors)):.2f}x ({1 / (1 + q3):.2f}-{1 / (1 + q1):.2f}x) |")
+                         f"{median:.2f}x ({tr.time_ratio(q3):.2f}-{tr.time_ratio(q1):.2f}x) |")
     return lines
 
 

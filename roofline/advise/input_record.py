@@ -15,11 +15,10 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from roofline.advise.track_record import MIN_ROWS, STEPS, quartiles, record_rows
+from roofline.advise.track_record import MIN_ROWS, MODE_WORDS, STEPS, quartiles, record_rows, time_ratio
 from roofline.model.step import StepPrediction
 from roofline.units import format_si
 
-MODE_WORDS = {"train": "training", "inference": "inference"}
 PATH_WORDS = {"pageable": "pageable host memory, copied in the step",
               "pinned": "pinned host memory, copied in the step",
               "prefetched": "a loader copying ahead on a side stream", "device": "tensors made on the GPU"}
@@ -37,8 +36,8 @@ def errors_by_path(mode: str | None, family: str | None = None) -> dict[str, lis
 
 
 def _ratio(errors: list[float]) -> float:
-    """Published over predicted time at the errors' median (error = predicted / published - 1)."""
-    return 1 / (1 + statistics.median(errors))
+    """Published over predicted time at the errors' median."""
+    return time_ratio(statistics.median(errors))
 
 
 def input_quote(pred: StepPrediction, data: str, family: str | None = None) -> dict[str, Any] | None:
@@ -57,7 +56,7 @@ def input_quote(pred: StepPrediction, data: str, family: str | None = None) -> d
         return None
     errors = paths[data]
     q1, q3 = quartiles(errors)
-    ratio, low, high = _ratio(errors), 1 / (1 + q3), 1 / (1 + q1)
+    ratio, low, high = _ratio(errors), time_ratio(q3), time_ratio(q1)
     others = {p: {"rows": len(e), "published_over_predicted": _ratio(e)}
               for p, e in paths.items() if p != data and len(e) >= MIN_ROWS}
     kind = f"{fam} {MODE_WORDS[mode]} " if fam and mode else f"{MODE_WORDS[mode]} " if mode else ""

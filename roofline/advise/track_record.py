@@ -32,6 +32,8 @@ from roofline.workload.zoo import get_model
 
 MIN_ROWS = 5
 """Fewest held-out rows a cell needs before its spread is quoted; fewer make a median of noise."""
+MODE_WORDS = {"train": "training", "inference": "inference"}
+"""A step's mode in words."""
 PRECISION_CLASS_LABEL = {"32-bit": "fp32/TF32", "autocast": "AMP under torch.autocast",
                          "16-bit model": "the model itself in 16-bit (apex O2, .half())"}
 
@@ -41,7 +43,7 @@ def _step_label(key: str, value: str | None) -> str:
     if key == "family":
         return f"{value} models" if value else "any model family"
     if key == "mode":
-        return {"train": "training", "inference": "inference", None: "training or inference"}[value]
+        return {**MODE_WORDS, None: "training or inference"}[value]
     if key == "precision_class":
         return PRECISION_CLASS_LABEL[value] if value else "any precision"
     return f"{value}-bound"
@@ -129,8 +131,8 @@ class TrackRecord:
         """The cell, its rows and spread, and what the predicted `quantity` would take by that record, with a
         sentence."""
         q1, q3 = self.middle_half
-        ratio = 1 / (1 + self.median_error)
-        low, high = 1 / (1 + q3), 1 / (1 + q1)
+        ratio = time_ratio(self.median_error)
+        low, high = time_ratio(q3), time_ratio(q1)
         where = ", ".join(self.kind.label(k, self.cell.get(k)) for k in self.kind.keys)
         implied = {"median": predicted_s * ratio, "low": predicted_s * low, "high": predicted_s * high}
         text = (f"Track record: {len(self.errors)} held-out published runs like this one ({where}) took "
@@ -143,6 +145,12 @@ class TrackRecord:
                 "published_over_predicted": {"median": ratio, "low": low, "high": high},
                 "implied_time_s": implied,
                 "text": text}
+
+
+def time_ratio(error: float) -> float:
+    """Published over predicted time of a row whose error is predicted / published - 1: what a user's run took by
+    the record, as a multiple of the prediction."""
+    return 1 / (1 + error)
 
 
 def quartiles(errors: tuple[float, ...] | list[float]) -> tuple[float, float]:
@@ -184,7 +192,7 @@ def host_bound_spread() -> tuple[int, float, float, float]:
     """(rows, 10th percentile, median, 90th percentile) of published over predicted time for the record's held-out
     steps that the prediction has host-bound: how far a machine's CPU and framework release move a step whose pace
     the host sets, beside the runtime profile's one measured host (slower servers, faster desktops alike)."""
-    ratios = sorted(1 / (1 + r["error"]) for r in record_rows(STEPS) if r["bound"] == "host")
+    ratios = sorted(time_ratio(r["error"]) for r in record_rows(STEPS) if r["bound"] == "host")
     deciles = statistics.quantiles(ratios, n=10, method="inclusive")
     return len(ratios), deciles[0], statistics.median(ratios), deciles[-1]
 
@@ -207,10 +215,10 @@ def device_record(device: str, kind: RecordKind = STEPS) -> dict[str, Any]:
     if len(rows) >= MIN_ROWS:
         q1, q3 = quartiles(errors)
         out["middle_half_error"] = [q1, q3]
-        spread = f" (middle half {1 / (1 + q3):.2f}-{1 / (1 + q1):.2f}x)"
+        spread = f" (middle half {time_ratio(q3):.2f}-{time_ratio(q1):.2f}x)"
     out |= {"median_error": median,
             "text": f"On {device} the record holds {len(rows)} held-out published run{'s' if len(rows) > 1 else ''}"
-                    f" of any kind{seen}, which took {1 / (1 + median):.2f}x the predicted time at the median"
+                    f" of any kind{seen}, which took {time_ratio(median):.2f}x the predicted time at the median"
                     f"{spread}."}
     return out
 
@@ -265,7 +273,7 @@ def weight_only_quote(pred: ServingPrediction) -> dict[str, Any] | None:
     rows = [r for r in record_rows(SERVING) if all(r.get(k) == v for k, v in cell.items())]
     if len(rows) < MIN_ROWS:
         return None
-    ratios = sorted(1 / (1 + r["error"]) for r in rows)
+    ratios = sorted(time_ratio(r["error"]) for r in rows)
     median = statistics.median(ratios)
     sources = sorted({r["source_id"] for r in rows})
     text = (f"Track record: {len(rows)} held-out published runs with weight-only int8/int4 weights at batch above "
