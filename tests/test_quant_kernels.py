@@ -65,6 +65,17 @@ def test_few_row_products_stream_their_weights_whatever_the_kernel():
         assert _priced(kernel, GEMV_MAX_ROWS)[3] == fused
 
 
+def test_matmulnbits_streams_one_row_and_copies_the_weight_from_two():
+    """ONNX Runtime's MatMulNBits: TryMatMul4Bits takes m == 1 only, so 4 rows pay the fp16 copy (0.5 + 4/128 bytes
+    read, 2 written per weight, at the DRAM rate) before a 16-bit GEMM, where llama.cpp's mmvq streams them."""
+    assert _priced("matmulnbits", 1)[3] == _priced("fused", 1)[3]
+    op, c, _, cost = _priced("matmulnbits", 4)
+    weights = 4096 * 11008
+    gemm = op_cost(op, "forward", CostContext(c, 2, 2))
+    assert cost.device_s == pytest.approx(gemm.device_s + weights * (0.5 + 4 / 128 + 2) / c.dram.bandwidth_bytes_per_s)
+    assert cost.device_s > 4 * _priced("fused", 4)[3].device_s
+
+
 def test_quant_kernel_cli(capsys):
     argv = ("predict", "--model", "llama-2-7b", "--gpu", "rtx-4090", "--precision", "int8", "--prompt-len", "512",
             "--output-len", "16", "--runtime", "graph")

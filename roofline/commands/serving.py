@@ -34,7 +34,8 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
                        help="a mixture of experts' weights and products in this 16-bit type, the rest at "
                             "--precision (TensorRT-LLM up to v0.9's MoE plugin has no fp8 path)")
     g.add_argument("--quant-kernel", default="fused", choices=list(QUANT_KERNELS),
-                   help="int8/int4 weight-only products of more than 8 rows: fused (dequantised in registers: "
+                   help="the kernel of int8/int4 weight-only products (at most 8 rows stream as a matrix-vector "
+                        "kernel unless said otherwise): fused (dequantised in registers: "
                         "Marlin, AWQ, TensorRT-LLM; default), tinygemm (PyTorch's int4 kernel, gpt-fast's and "
                         "torchao's, at any number of rows: measured, slower than bf16 from about 16 rows), inductor "
                         "(gpt-fast's and torchao's compiled int8: a fused matrix-vector kernel at one row, a bf16 "
@@ -42,7 +43,8 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
                         "(llama.cpp's 8-bit integer kernels, its prompt path on Turing and later and on Pascal), "
                         "mmq-dp4a (the same without tensor cores, as llama.cpp builds before mid-2024 forced it), "
                         "dequant (a 16-bit copy of the weights first, then cuBLAS: llama.cpp's prompt path on "
-                        "Volta, and on every tensor-core GPU before mid-2024)")
+                        "Volta, and on every tensor-core GPU before mid-2024), matmulnbits (ONNX Runtime's "
+                        "MatMulNBits: a matrix-vector kernel at one row, a 16-bit copy then cuBLAS from two rows)")
     g.add_argument("--accumulate", default="fp32", choices=["fp32", "fp16"],
                    help="what the products' fp16 multiplies accumulate in: fp32 (PyTorch, vLLM, TensorRT-LLM; "
                         "default) or fp16 (llama.cpp's cuBLAS path, ExLlama, TinyChat), up to twice as fast on a "

@@ -28,7 +28,7 @@ DEFAULT_GROUP_SIZE = 128
 
 KV_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 
-QUANT_KERNELS = ("fused", "tinygemm", "inductor", "mmq", "mmq-dp4a", "dequant")
+QUANT_KERNELS = ("fused", "tinygemm", "inductor", "mmq", "mmq-dp4a", "dequant", "matmulnbits")
 """How a weight-only int8/int4 product of more than a few rows runs (`llm_step.weight_only_cost`):
 - fused: one GEMM kernel that dequantises each weight tile in registers and multiplies in 16 bits (Marlin, AWQ,
   TensorRT-LLM's weight-only kernels), priced from the weight's bytes and the dequantisation's arithmetic;
@@ -46,7 +46,12 @@ QUANT_KERNELS = ("fused", "tinygemm", "inductor", "mmq", "mmq-dp4a", "dequant")
   forced (LLAMA_CUDA_FORCE_MMQ);
 - dequant: the weights dequantised to a 16-bit copy in memory by a kernel of their own, then a cuBLAS GEMM, what
   llama.cpp runs for a prompt of 64 tokens or more on Volta, and before PR #8062 on every GPU with tensor cores
-  for more than 32 (`MMQ_MAX_BATCH_SIZE`)."""
+  for more than 32 (`MMQ_MAX_BATCH_SIZE`);
+- matmulnbits: ONNX Runtime's CUDA MatMulNBits (onnxruntime/contrib_ops/cuda/quantization/matmul_nbits.cc,
+  matmul_4bits.cu and matmul_8bits.cu in its 2024 releases): one row runs TryMatMul4Bits/TryMatMul8Bits, a
+  matrix-vector kernel that dequantises in registers, which refuses any other product (`if (n %
+  kColsPerThreadBlock != 0 || k % 8 != 0 || m > 1) return false;`); MatMulNBits then dequantises the whole weight
+  into an fp16 buffer and calls cuBLAS, priced as `dequant` from two rows up."""
 
 
 KERNEL_PRECISION = {"tinygemm": "int4", "inductor": "int8"}

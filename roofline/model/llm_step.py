@@ -315,13 +315,16 @@ def weight_only_cost(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilin
     """A weight-only int8/int4 product as `prec.quant_kernel` runs it (`llm_precision.QUANT_KERNELS`): fused
     (`_dequant`), llama.cpp's 8-bit integer products (`_mmq`), or a 16-bit copy of the weights then a 16-bit GEMM
     (`_dequantise_first`). Products of a few rows stream their weights with a matrix-vector kernel whichever it
-    is (up to `GEMV_MAX_ROWS`: llama.cpp's mmvq). `int8_mma`: the GPU has int8 tensor cores
+    is (up to `GEMV_MAX_ROWS`: llama.cpp's mmvq), except ONNX Runtime's MatMulNBits, whose matrix-vector kernel
+    takes one row only. `int8_mma`: the GPU has int8 tensor cores
     (`OpUnits.int8_mma`), which MMQ uses, else dp4a."""
     if prec.quant_kernel == "tinygemm":
         return _tinygemm(cost, op, prec, c)
     if prec.quant_kernel == "inductor":
         return _inductor_int8(cost, op, prec, c, ctx)
-    if prec.quant_kernel == "fused" or op.rows <= GEMV_MAX_ROWS:
+    if prec.quant_kernel == "matmulnbits" and op.rows > 1:
+        return _dequantise_first(op, prec, c, ctx)
+    if prec.quant_kernel in ("fused", "matmulnbits") or op.rows <= GEMV_MAX_ROWS:
         return _dequant(cost, op, prec, c)
     if prec.quant_kernel == "dequant":
         return _dequantise_first(op, prec, c, ctx)
