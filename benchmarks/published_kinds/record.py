@@ -23,7 +23,8 @@ from roofline.errors import RooflineError
 HELD_OUT_SETS = ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
                  "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth",
                  "nineteenth", "twentieth", "twenty-first", "twenty-second",
-                 "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth")
+                 "twenty-third", "twenty-fourth", "twenty-fifth", "twenty-sixth",
+                 "twenty-seventh")
 """The later held-out sets, in the order they were gathered (a block's `held_out_set`), each a part of its own."""
 
 
