@@ -47,11 +47,13 @@ QUANT_KERNELS = ("fused", "tinygemm", "inductor", "mmq", "mmq-dp4a", "dequant", 
 - dequant: the weights dequantised to a 16-bit copy in memory by a kernel of their own, then a cuBLAS GEMM, what
   llama.cpp runs for a prompt of 64 tokens or more on Volta, and before PR #8062 on every GPU with tensor cores
   for more than 32 (`MMQ_MAX_BATCH_SIZE`);
-- matmulnbits: ONNX Runtime's CUDA MatMulNBits (onnxruntime/contrib_ops/cuda/quantization/matmul_nbits.cc,
-  matmul_4bits.cu and matmul_8bits.cu in its 2024 releases): one row runs TryMatMul4Bits/TryMatMul8Bits, a
+- matmulnbits: ONNX Runtime's CUDA MatMulNBits (onnxruntime/contrib_ops/cuda/quantization/matmul_nbits.cc and
+  matmul_4bits.cu; matmul_8bits.cu's TryMatMul8Bits has the same test): one row runs TryMatMul4Bits, a
   matrix-vector kernel that dequantises in registers, which refuses any other product (`if (n %
   kColsPerThreadBlock != 0 || k % 8 != 0 || m > 1) return false;`); MatMulNBits then dequantises the whole weight
-  into an fp16 buffer and calls cuBLAS, priced as `dequant` from two rows up."""
+  into an fp16 buffer and calls cuBLAS, priced as `dequant` from two rows up. Later builds compiled with the
+  vendored TensorRT-LLM fpA_intB kernels (USE_FPA_INTB_GEMM, Turing and later) can run those instead: `fused`
+  describes them."""
 
 
 KERNEL_PRECISION = {"tinygemm": "int4", "inductor": "int8"}
