@@ -112,7 +112,7 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
     with pytest.raises(DatasetError, match="holdout: true"):
         source_blocks({"sources": [block]})
     with pytest.raises(DatasetError, match="held_out_set"):
-        source_blocks({"sources": [{**block, "holdout": True, "held_out_set": "twenty-ninth"}]})
+        source_blocks({"sources": [{**block, "holdout": True, "held_out_set": "thirtieth"}]})
     blocks = source_blocks({"sources": [{**block, "id": f"b{i}", "holdout": True, "held_out_set": name,
                                          "rows": [{"id": f"r{i}"}]} for i, name in enumerate(HELD_OUT_SETS)]})
     assert [b.part for b in blocks] == ["fresh_held_out", "third_held_out", "fourth_held_out", "fifth_held_out",
@@ -124,7 +124,8 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
                                         "twenty-first_held_out", "twenty-second_held_out",
                                         "twenty-third_held_out", "twenty-fourth_held_out",
                                         "twenty-fifth_held_out", "twenty-sixth_held_out",
-                                        "twenty-seventh_held_out", "twenty-eighth_held_out"]
+                                        "twenty-seventh_held_out", "twenty-eighth_held_out",
+                                        "twenty-ninth_held_out"]
     rows = [_c("a", 0.10), _c("b", 0.20, holdout=True), _c("c", 0.40, holdout=True, later_set="fresh"),
             _c("d", 0.05, holdout=True, later_set="third"), _c("e", 0.15, holdout=True, later_set="fourth"),
             _c("f", 0.30, holdout=True, later_set="fifth"), _c("g", 0.11, holdout=True, later_set="sixth"),
@@ -142,15 +143,16 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
             _c("z", 0.000078125, holdout=True, later_set="twenty-fifth"),
             _c("aa", 0.0000390625, holdout=True, later_set="twenty-sixth"),
             _c("ab", 0.00001953125, holdout=True, later_set="twenty-seventh"),
-            _c("ac", 0.000009765625, holdout=True, later_set="twenty-eighth")]
+            _c("ac", 0.000009765625, holdout=True, later_set="twenty-eighth"),
+            _c("ad", 0.0000048828125, holdout=True, later_set="twenty-ninth")]
     parts = published.split(rows)
     assert [[c.row_id for c in parts[p]] for p in published.PARTS] == [
         ["a"], ["b"], ["c"], ["d"], ["e"], ["f"], ["g"], ["h"], ["i"], ["j"], ["k"], ["l"], ["m"], ["n"], ["o"], ["p"],
-        ["q"], ["r"], ["s"], ["t"], ["u"], ["v"], ["w"], ["x"], ["y"], ["z"], ["aa"], ["ab"], ["ac"],
+        ["q"], ["r"], ["s"], ["t"], ["u"], ["v"], ["w"], ["x"], ["y"], ["z"], ["aa"], ["ab"], ["ac"], ["ad"],
         ["b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w",
-         "x", "y", "z", "aa", "ab", "ac"],
+         "x", "y", "z", "aa", "ab", "ac", "ad"],
         ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v",
-         "w", "x", "y", "z", "aa", "ab", "ac"]]
+         "w", "x", "y", "z", "aa", "ab", "ac", "ad"]]
     ratios = {t["target"]: t["value"] for t in published.check_targets(parts, []) if t["unit"] == "ratio"}
     assert ratios == {"held-out median <= 1.3x fitted median": pytest.approx(2.0),
                       "fresh-held-out median <= 1.3x fitted median": pytest.approx(4.0),
@@ -180,9 +182,9 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
                       "twenty-sixth-held-out median <= 1.3x fitted median": pytest.approx(0.000390625),
                       "twenty-seventh-held-out median <= 1.3x fitted median": pytest.approx(0.0001953125),
                       "twenty-eighth-held-out median <= 1.3x fitted median": pytest.approx(0.00009765625),
-                      # every held-out row together, |errors| 0.000009765625 ... 0.40 (28 rows): the mean of the
-                      # fourteenth and fifteenth, 0.04 and 0.05
-                      "held-out-together median <= 1.3x fitted median": pytest.approx(0.45)}
+                      "twenty-ninth-held-out median <= 1.3x fitted median": pytest.approx(0.000048828125),
+                      # every held-out row together, |errors| 0.0000048828125 ... 0.40 (29 rows): the fifteenth, 0.04
+                      "held-out-together median <= 1.3x fitted median": pytest.approx(0.4)}
 
 
 def test_measured_here_blocks_need_their_script_and_date():
