@@ -644,7 +644,8 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
     `expert_precision` a mixture of experts' 16-bit type where it differs from `precision`; `transformers`
     the release whose eager generate runs ('4.35'; None: the current one); `quant_kernel` the kernel of int8/int4
     weight-only products (`llm_precision.QUANT_KERNELS`: 'fused', PyTorch's 'tinygemm', llama.cpp's 'mmq' or
-    'mmq-dp4a', 'dequant' to a 16-bit copy first, or ONNX Runtime's 'matmulnbits'); `accumulate` what
+    'mmq-dp4a', 'dequant' to a 16-bit copy first, 'convert' for an uncompiled int8 conversion, or ONNX Runtime's
+    'matmulnbits'); `accumulate` what
     the products' fp16 multiplies accumulate in ('fp32', or 'fp16' as llama.cpp's cuBLAS path, ExLlama and
     TinyChat run them); `engine` the serving engine's host loop around each forward
     (`roofline.model.serving_engine`: 'none', or vLLM's V0 engine 'vllm-v0')."""

@@ -76,6 +76,21 @@ def test_matmulnbits_streams_one_row_and_copies_the_weight_from_two():
     assert cost.device_s > 4 * _priced("fused", 4)[3].device_s
 
 
+def test_uncompiled_int8_conversion_copies_the_weight_at_one_row():
+    """`convert` (gpt-fast's and torchao's int8 weight-only linear without torch.compile): `w.to(bf16)` writes the
+    copy (1 byte read, 2 written per weight, at the DRAM rate) before a 16-bit GEMM reads it, at one row as at many;
+    int8 only."""
+    c = ceilings_for(find_profile("a100-sxm4-80gb"), get_precision("bf16"))
+    prec = serving_precision("int8", activation="bf16", quant_kernel="convert")
+    op = Linear("mlp.gate", batch=1, in_features=4096, out_features=14336, bias=False, tokens=1)
+    ctx = CostContext(c, 2, prec.linear_weight_bytes)  # type: ignore[arg-type]
+    cost = weight_only_cost(op_cost(op, "forward", ctx), op, prec, c, ctx)
+    gemm = op_cost(op, "forward", CostContext(c, 2, 2))
+    assert cost.device_s == pytest.approx(gemm.device_s + 4096 * 14336 * 3 / c.dram.bandwidth_bytes_per_s)
+    with pytest.raises(RooflineError, match="int8"):
+        serving_precision("int4", quant_kernel="convert")
+
+
 def test_quant_kernel_cli(capsys):
     argv = ("predict", "--model", "llama-2-7b", "--gpu", "rtx-4090", "--precision", "int8", "--prompt-len", "512",
             "--output-len", "16", "--runtime", "graph")

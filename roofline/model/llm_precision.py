@@ -28,7 +28,7 @@ DEFAULT_GROUP_SIZE = 128
 
 KV_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 
-QUANT_KERNELS = ("fused", "tinygemm", "inductor", "mmq", "mmq-dp4a", "dequant", "matmulnbits")
+QUANT_KERNELS = ("fused", "tinygemm", "inductor", "convert", "mmq", "mmq-dp4a", "dequant", "matmulnbits")
 """How a weight-only int8/int4 product of more than a few rows runs (`llm_step.weight_only_cost`):
 - fused: one GEMM kernel that dequantises each weight tile in registers and multiplies in 16 bits (Marlin, AWQ,
   TensorRT-LLM's weight-only kernels), priced from the weight's bytes and the dequantisation's arithmetic;
@@ -39,6 +39,11 @@ QUANT_KERNELS = ("fused", "tinygemm", "inductor", "mmq", "mmq-dp4a", "dequant", 
   product into a multiply and a reduction into which the conversion fuses, priced as it was measured
   (`llm_step.INDUCTOR_INT8_WEIGHTS_PER_SM_CYCLE`); at more rows the conversion writes a 16-bit copy and cuBLAS
   multiplies it, priced as `dequant` below;
+- convert: the same int8 weight-only product run without torch.compile, whatever the number of rows: gpt-fast's
+  WeightOnlyInt8Linear (`F.linear(input, self.weight.to(dtype=input.dtype)) * self.scales`) and torchao's
+  int8_weight_only (`_linear_fp_act_int8_weight_impl`: `torch.mm(x, w_vals_int8_t.to(x.dtype))`) in eager PyTorch,
+  where nothing fuses the conversion into the product: every call writes a 16-bit copy of the weight, then cuBLAS
+  reads it, priced as `dequant` at one row too;
 - mmq: llama.cpp's quantised matrix multiplication, which quantises the activations to 8 bits as well and
   multiplies 8-bit integers (ggml-cuda/mmq.cuh), on int8 tensor cores where the GPU has them, else with dp4a:
   what its CUDA backend runs for a prompt on Turing and later GPUs since PR #8062 (2024-06) and on Pascal;
@@ -56,7 +61,7 @@ QUANT_KERNELS = ("fused", "tinygemm", "inductor", "mmq", "mmq-dp4a", "dequant", 
   describes them."""
 
 
-KERNEL_PRECISION = {"tinygemm": "int4", "inductor": "int8"}
+KERNEL_PRECISION = {"tinygemm": "int4", "inductor": "int8", "convert": "int8"}
 """Quantised-product kernels that take weights of one precision only."""
 
 

@@ -316,13 +316,13 @@ def weight_only_cost(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilin
     (`_dequant`), llama.cpp's 8-bit integer products (`_mmq`), or a 16-bit copy of the weights then a 16-bit GEMM
     (`_dequantise_first`). Products of a few rows stream their weights with a matrix-vector kernel whichever it
     is (up to `GEMV_MAX_ROWS`: llama.cpp's mmvq), except ONNX Runtime's MatMulNBits, whose matrix-vector kernel
-    takes one row only. `int8_mma`: the GPU has int8 tensor cores
-    (`OpUnits.int8_mma`), which MMQ uses, else dp4a."""
+    takes one row only, and an uncompiled int8 conversion (`convert`), which copies the weight at every row
+    count. `int8_mma`: the GPU has int8 tensor cores (`OpUnits.int8_mma`), which MMQ uses, else dp4a."""
     if prec.quant_kernel == "tinygemm":
         return _tinygemm(cost, op, prec, c)
     if prec.quant_kernel == "inductor":
         return _inductor_int8(cost, op, prec, c, ctx)
-    if prec.quant_kernel == "matmulnbits" and op.rows > 1:
+    if prec.quant_kernel == "convert" or (prec.quant_kernel == "matmulnbits" and op.rows > 1):
         return _dequantise_first(op, prec, c, ctx)
     if prec.quant_kernel in ("fused", "matmulnbits") or op.rows <= GEMV_MAX_ROWS:
         return _dequant(cost, op, prec, c)
