@@ -295,12 +295,10 @@ code converts the weight to a bf16 copy and calls cuBLAS: 24.6, 82.0 and 81.1 us
 (gpu-decode-int8wo-h200.json)."""
 
 
-def _inductor_int8(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings, ctx: CostContext) -> OpCost:
-    """gpt-fast's and torchao's compiled int8 product (`INDUCTOR_INT8_WEIGHTS_PER_SM_CYCLE`): one row reads the
-    int8 weight at the DRAM rate or converts it at the measured rate per SM-cycle, whichever is slower; more rows
-    write a 16-bit copy first (`_dequantise_first`)."""
-    if op.rows > 1:
-        return _dequantise_first(op, prec, c, ctx)
+def _inductor_int8(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings) -> OpCost:
+    """gpt-fast's and torchao's compiled int8 product of one row (`INDUCTOR_INT8_WEIGHTS_PER_SM_CYCLE`): it reads the
+    int8 weight at the DRAM rate or converts it at the measured rate per SM-cycle, whichever is slower (more rows
+    copy first: `COPY_FIRST_FROM_ROWS`)."""
     weights = float(op.traffic("forward").weights_read)
     memory_s = weights * prec.linear_weight_bytes / c.dram.bandwidth_bytes_per_s
     issue_s = weights / (INDUCTOR_INT8_WEIGHTS_PER_SM_CYCLE * c.sm_cycles_per_s)
@@ -310,24 +308,30 @@ def _inductor_int8(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings
                    bound="compute" if issue_s >= memory_s else "memory:DRAM", notes=(*cost.notes, note))
 
 
+COPY_FIRST_FROM_ROWS = {"convert": 1, "inductor": 2, "matmulnbits": 2, "dequant": GEMV_MAX_ROWS + 1}
+"""From how many rows each kernel writes a 16-bit copy of the weight and multiplies it with cuBLAS
+(`_dequantise_first`; `llm_precision.QUANT_KERNELS` says why for each): an uncompiled int8 conversion at every
+row, compiled inductor's and ONNX Runtime's MatMulNBits beyond their one-row kernels, llama.cpp's cuBLAS path
+beyond its matrix-vector kernel (`GEMV_MAX_ROWS`)."""
+MMQ_KERNELS = ("mmq", "mmq-dp4a")
+"""llama.cpp's 8-bit integer products (`_mmq`), which a product of more than `GEMV_MAX_ROWS` rows runs."""
+
+
 def weight_only_cost(cost: OpCost, op: Linear, prec: ServingPrecision, c: Ceilings, ctx: CostContext,
                      int8_mma: bool = True) -> OpCost:
     """A weight-only int8/int4 product as `prec.quant_kernel` runs it (`llm_precision.QUANT_KERNELS`): fused
     (`_dequant`), llama.cpp's 8-bit integer products (`_mmq`), or a 16-bit copy of the weights then a 16-bit GEMM
-    (`_dequantise_first`). Products of a few rows stream their weights with a matrix-vector kernel whichever it
-    is (up to `GEMV_MAX_ROWS`: llama.cpp's mmvq), except ONNX Runtime's MatMulNBits, whose matrix-vector kernel
-    takes one row only, and an uncompiled int8 conversion (`convert`), which copies the weight at every row
-    count. `int8_mma`: the GPU has int8 tensor cores (`OpUnits.int8_mma`), which MMQ uses, else dp4a."""
+    (`_dequantise_first`, from the rows `COPY_FIRST_FROM_ROWS` gives each kernel). Below those rows, products of
+    up to `GEMV_MAX_ROWS` (llama.cpp's mmvq) stream their weights with a matrix-vector kernel whichever it is.
+    `int8_mma`: the GPU has int8 tensor cores (`OpUnits.int8_mma`), which MMQ uses, else dp4a."""
     if prec.quant_kernel == "tinygemm":
         return _tinygemm(cost, op, prec, c)
+    if op.rows >= COPY_FIRST_FROM_ROWS.get(prec.quant_kernel, math.inf):
+        return _dequantise_first(op, prec, c, ctx)
     if prec.quant_kernel == "inductor":
-        return _inductor_int8(cost, op, prec, c, ctx)
-    if prec.quant_kernel == "convert" or (prec.quant_kernel == "matmulnbits" and op.rows > 1):
-        return _dequantise_first(op, prec, c, ctx)
-    if prec.quant_kernel in ("fused", "matmulnbits") or op.rows <= GEMV_MAX_ROWS:
+        return _inductor_int8(cost, op, prec, c)
+    if prec.quant_kernel not in MMQ_KERNELS or op.rows <= GEMV_MAX_ROWS:
         return _dequant(cost, op, prec, c)
-    if prec.quant_kernel == "dequant":
-        return _dequantise_first(op, prec, c, ctx)
     tensor_cores = int8_mma and prec.quant_kernel == "mmq"
     return _mmq(cost, op, c, MMQ_FLOP_PER_SM_CYCLE["int8-mma" if tensor_cores else "dp4a"])
 
