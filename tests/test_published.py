@@ -112,7 +112,7 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
     with pytest.raises(DatasetError, match="holdout: true"):
         source_blocks({"sources": [block]})
     with pytest.raises(DatasetError, match="held_out_set"):
-        source_blocks({"sources": [{**block, "holdout": True, "held_out_set": "thirtieth"}]})
+        source_blocks({"sources": [{**block, "holdout": True, "held_out_set": "thirty-second"}]})
     blocks = source_blocks({"sources": [{**block, "id": f"b{i}", "holdout": True, "held_out_set": name,
                                          "rows": [{"id": f"r{i}"}]} for i, name in enumerate(HELD_OUT_SETS)]})
     assert [b.part for b in blocks] == ["fresh_held_out", "third_held_out", "fourth_held_out", "fifth_held_out",
@@ -125,7 +125,7 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
                                         "twenty-third_held_out", "twenty-fourth_held_out",
                                         "twenty-fifth_held_out", "twenty-sixth_held_out",
                                         "twenty-seventh_held_out", "twenty-eighth_held_out",
-                                        "twenty-ninth_held_out"]
+                                        "twenty-ninth_held_out", "thirtieth_held_out", "thirty-first_held_out"]
     rows = [_c("a", 0.10), _c("b", 0.20, holdout=True), _c("c", 0.40, holdout=True, later_set="fresh"),
             _c("d", 0.05, holdout=True, later_set="third"), _c("e", 0.15, holdout=True, later_set="fourth"),
             _c("f", 0.30, holdout=True, later_set="fifth"), _c("g", 0.11, holdout=True, later_set="sixth"),
@@ -144,15 +144,18 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
             _c("aa", 0.0000390625, holdout=True, later_set="twenty-sixth"),
             _c("ab", 0.00001953125, holdout=True, later_set="twenty-seventh"),
             _c("ac", 0.000009765625, holdout=True, later_set="twenty-eighth"),
-            _c("ad", 0.0000048828125, holdout=True, later_set="twenty-ninth")]
+            _c("ad", 0.0000048828125, holdout=True, later_set="twenty-ninth"),
+            _c("ae", 0.00000244140625, holdout=True, later_set="thirtieth"),
+            _c("af", 0.000001220703125, holdout=True, later_set="thirty-first")]
     parts = published.split(rows)
     assert [[c.row_id for c in parts[p]] for p in published.PARTS] == [
         ["a"], ["b"], ["c"], ["d"], ["e"], ["f"], ["g"], ["h"], ["i"], ["j"], ["k"], ["l"], ["m"], ["n"], ["o"], ["p"],
-        ["q"], ["r"], ["s"], ["t"], ["u"], ["v"], ["w"], ["x"], ["y"], ["z"], ["aa"], ["ab"], ["ac"], ["ad"],
+        ["q"], ["r"], ["s"], ["t"], ["u"], ["v"], ["w"], ["x"], ["y"], ["z"], ["aa"], ["ab"], ["ac"], ["ad"], ["ae"],
+        ["af"],
         ["b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w",
-         "x", "y", "z", "aa", "ab", "ac", "ad"],
+         "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af"],
         ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v",
-         "w", "x", "y", "z", "aa", "ab", "ac", "ad"]]
+         "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af"]]
     ratios = {t["target"]: t["value"] for t in published.check_targets(parts, []) if t["unit"] == "ratio"}
     assert ratios == {"held-out median <= 1.3x fitted median": pytest.approx(2.0),
                       "fresh-held-out median <= 1.3x fitted median": pytest.approx(4.0),
@@ -183,8 +186,11 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
                       "twenty-seventh-held-out median <= 1.3x fitted median": pytest.approx(0.0001953125),
                       "twenty-eighth-held-out median <= 1.3x fitted median": pytest.approx(0.00009765625),
                       "twenty-ninth-held-out median <= 1.3x fitted median": pytest.approx(0.000048828125),
-                      # every held-out row together, |errors| 0.0000048828125 ... 0.40 (29 rows): the fifteenth, 0.04
-                      "held-out-together median <= 1.3x fitted median": pytest.approx(0.4)}
+                      "thirtieth-held-out median <= 1.3x fitted median": pytest.approx(0.0000244140625),
+                      "thirty-first-held-out median <= 1.3x fitted median": pytest.approx(0.00001220703125),
+                      # every held-out row together, |errors| 0.000001220703125 ... 0.40 (31 rows): the sixteenth,
+                      # 0.03
+                      "held-out-together median <= 1.3x fitted median": pytest.approx(0.3)}
 
 
 def test_measured_here_blocks_need_their_script_and_date():
