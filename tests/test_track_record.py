@@ -173,8 +173,8 @@ def test_a_served_model_quotes_each_phases_cell():
 
 def test_the_runtime_is_never_widened_over():
     """An eager prediction quotes only eager rows, a compiled one only compiled rows; a batched first token on the
-    fused runtime, which no held-out row is (its only held-out first tokens are AutoAWQ's batch-1 prompts), quotes
-    nothing rather than another runtime's first tokens."""
+    fused runtime, which fewer held-out rows are than a quote needs (one: foundation-model-stack's compiled forward
+    at batch 2; the others are batch-1 prompts), quotes nothing rather than another runtime's first tokens."""
     for runtime in ("eager", "graph"):
         out = api.predict_serving("llama-2-7b", gpu="h100", batch=16, prompt_len=128, output_len=128,
                                   runtime=runtime)
@@ -183,7 +183,7 @@ def test_the_runtime_is_never_widened_over():
             assert record["cell"]["runtime"] == runtime and record["cell"]["phase"] == phase
             assert record["rows"] == len(_serving_rows(**record["cell"])) >= tr.MIN_ROWS
     assert _serving_rows(phase="first_token", runtime="fused", batch="1")
-    assert not _serving_rows(phase="first_token", runtime="fused", batch="batched")
+    assert 0 < len(_serving_rows(phase="first_token", runtime="fused", batch="batched")) < tr.MIN_ROWS
     out = api.predict_serving("llama-2-7b", gpu="h100", batch=16, prompt_len=128, output_len=128, runtime="fused")
     assert set(out["track_record"]) == {"output_tokens"}
 
