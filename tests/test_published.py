@@ -112,7 +112,7 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
     with pytest.raises(DatasetError, match="holdout: true"):
         source_blocks({"sources": [block]})
     with pytest.raises(DatasetError, match="held_out_set"):
-        source_blocks({"sources": [{**block, "holdout": True, "held_out_set": "thirty-third"}]})
+        source_blocks({"sources": [{**block, "holdout": True, "held_out_set": "thirty-fifth"}]})
     blocks = source_blocks({"sources": [{**block, "id": f"b{i}", "holdout": True, "held_out_set": name,
                                          "rows": [{"id": f"r{i}"}]} for i, name in enumerate(HELD_OUT_SETS)]})
     assert [b.part for b in blocks] == ["fresh_held_out", "third_held_out", "fourth_held_out", "fifth_held_out",
@@ -126,7 +126,8 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
                                         "twenty-fifth_held_out", "twenty-sixth_held_out",
                                         "twenty-seventh_held_out", "twenty-eighth_held_out",
                                         "twenty-ninth_held_out", "thirtieth_held_out", "thirty-first_held_out",
-                                        "thirty-second_held_out"]
+                                        "thirty-second_held_out", "thirty-third_held_out",
+                                        "thirty-fourth_held_out"]
     rows = [_c("a", 0.10), _c("b", 0.20, holdout=True), _c("c", 0.40, holdout=True, later_set="fresh"),
             _c("d", 0.05, holdout=True, later_set="third"), _c("e", 0.15, holdout=True, later_set="fourth"),
             _c("f", 0.30, holdout=True, later_set="fifth"), _c("g", 0.11, holdout=True, later_set="sixth"),
@@ -148,16 +149,18 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
             _c("ad", 0.0000048828125, holdout=True, later_set="twenty-ninth"),
             _c("ae", 0.00000244140625, holdout=True, later_set="thirtieth"),
             _c("af", 0.000001220703125, holdout=True, later_set="thirty-first"),
-            _c("ag", 0.0000006103515625, holdout=True, later_set="thirty-second")]
+            _c("ag", 0.0000006103515625, holdout=True, later_set="thirty-second"),
+            _c("ah", 0.00000030517578125, holdout=True, later_set="thirty-third"),
+            _c("ai", 0.000000152587890625, holdout=True, later_set="thirty-fourth")]
     parts = published.split(rows)
     assert [[c.row_id for c in parts[p]] for p in published.PARTS] == [
         ["a"], ["b"], ["c"], ["d"], ["e"], ["f"], ["g"], ["h"], ["i"], ["j"], ["k"], ["l"], ["m"], ["n"], ["o"], ["p"],
         ["q"], ["r"], ["s"], ["t"], ["u"], ["v"], ["w"], ["x"], ["y"], ["z"], ["aa"], ["ab"], ["ac"], ["ad"], ["ae"],
-        ["af"], ["ag"],
+        ["af"], ["ag"], ["ah"], ["ai"],
         ["b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w",
-         "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag"],
+         "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai"],
         ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v",
-         "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag"]]
+         "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai"]]
     ratios = {t["target"]: t["value"] for t in published.check_targets(parts, []) if t["unit"] == "ratio"}
     assert ratios == {"held-out median <= 1.3x fitted median": pytest.approx(2.0),
                       "fresh-held-out median <= 1.3x fitted median": pytest.approx(4.0),
@@ -191,9 +194,11 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
                       "thirtieth-held-out median <= 1.3x fitted median": pytest.approx(0.0000244140625),
                       "thirty-first-held-out median <= 1.3x fitted median": pytest.approx(0.00001220703125),
                       "thirty-second-held-out median <= 1.3x fitted median": pytest.approx(0.000006103515625),
-                      # every held-out row together, |errors| 0.0000006103515625 ... 0.40 (32 rows): the mean of the
-                      # sixteenth and seventeenth, 0.02 and 0.03
-                      "held-out-together median <= 1.3x fitted median": pytest.approx(0.25)}
+                      "thirty-third-held-out median <= 1.3x fitted median": pytest.approx(0.0000030517578125),
+                      "thirty-fourth-held-out median <= 1.3x fitted median": pytest.approx(0.00000152587890625),
+                      # every held-out row together, |errors| 0.000000152587890625 ... 0.40 (34 rows): the mean of
+                      # the seventeenth and eighteenth, 0.01 and 0.02
+                      "held-out-together median <= 1.3x fitted median": pytest.approx(0.15)}
 
 
 def test_measured_here_blocks_need_their_script_and_date():
