@@ -411,7 +411,7 @@ def test_int8_products_of_one_row_pad_to_the_16_row_mma_tile_and_stream_their_we
     weights = 11008 * 4096
     assert gate.compute_s == pytest.approx(2 * 16 * weights / c.matrix_flops_per_s
                                            + 2 * weights / c.vector_flops_per_s)
-    assert gate.bound == "memory"
+    assert gate.bound.startswith("memory")
     assert gate.memory_s >= weights / c.dram.bandwidth_bytes_per_s
 
 

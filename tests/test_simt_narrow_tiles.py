@@ -28,3 +28,18 @@ def test_a_16_row_fp32_product_is_tiled_32_rows_tall():
 def test_alexnet_fp32_throughput_does_not_fall_from_batch_8_to_16_on_an_a100():
     batches = predict("alexnet", gpu="a100-sxm4-40gb", batch=[8, 16]).batches
     assert batches[1].samples_per_s >= batches[0].samples_per_s
+
+
+def test_a_one_row_tensor_core_product_pads_to_the_8_row_mma_side_not_a_64_row_tile():
+    """A decode step's one-row bf16 product on an RTX 3090 (16-bit tensor rate with fp32 accumulation half the
+    fp16-accumulate one): padded to the mma.sync m16n8k16 shape's 8 rows it does at most 8x its own multiply-adds,
+    where a 64-row tile did 64x, and its weight's bytes at the DRAM rate, not that padding, bound it."""
+    ctx = gpu_context("rtx-3090", "bf16")
+    rate = ctx.ceilings.matrix_flops_per_s
+    view = GemmView(1, 3072, 3072, 1)
+    t, tile, _, _ = gemm_compute_s(view, rate, ctx, library_product=True)
+    t_attention_like, tile64, _, _ = gemm_compute_s(view, rate, ctx)
+    assert tile[0] == 8 and tile64[0] == 64
+    ideal = 2 * 3072 * 3072 / rate
+    assert 8 * ideal <= t < 8 * ideal * 2.5  # padding x8; wave and depth overheads below 2.5x (82 SMs)
+    assert t < 3072 * 3072 * 2 / ctx.ceilings.dram.bandwidth_bytes_per_s < t_attention_like

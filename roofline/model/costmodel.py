@@ -58,7 +58,7 @@ from roofline.model.notes import Note
 from roofline.model.winograd import winograd_plan
 from roofline.workload.ops.base import GemmView, Op
 from roofline.workload.ops.conv import Conv2d
-from roofline.workload.ops.gemm import Linear
+from roofline.workload.ops.gemm import Gemm, Linear
 
 
 @dataclass
@@ -147,7 +147,8 @@ def _gemm_view_s(op: Op, view: GemmView, pass_: str, ctx: CostContext, call_s: f
             return t, 0.0, path
         return max(t, view.flops / rate), 0.0, path
     t, tile, split, panel = gemm_compute_s(view, rate, ctx, tile_depth_overhead(op, ctx),
-                                           simt=path.startswith("CUDA cores"))
+                                           simt=path.startswith("CUDA cores"),
+                                           library_product=isinstance(op, (Gemm, Linear)))
     t += kernel_fixed_s(op, view, ctx)
     useful = view.flops / rate
     if t > QUANTIZATION_NOTE_RATIO * useful:

@@ -45,6 +45,15 @@ GEMV_MAX_ROWS = 8
 """The most rows a product on the CUDA cores runs as a matrix-vector kernel (`gemm_compute_s`): llama.cpp's mmvq
 kernels take up to MMVQ_MAX_BATCH_SIZE = 8 (ggml/src/ggml-cuda/mmvq.cuh), cuBLAS's gemv one; more rows go to
 tiled GEMM kernels."""
+MMA_MIN_ROWS = 8
+"""The fewest rows a tensor-core tile of a matrix product takes: the n = 8 side of the mma.sync m16n8k16 shape
+(PTX ISA, warp-level matrix multiply-accumulate for .f16/.bf16), which a product of few rows puts them on. The
+H100's own decode step (benchmarks/results/gpu-decode-kernels-h100.json, step section: Llama-3-8B at batch 1 in
+bf16) ran every one-row product on cuBLAS's nvjet_sm90_tst_64x8 kernels, 64 weight columns by 8 rows a tile. A
+product of at most `GEMV_MAX_ROWS` rows on the tensor cores is priced on tiles of these rows, not padded to
+`ceilings.GEMM_TILES`' 64: where a board's 16-bit tensor rate is low against its DRAM (a GeForce Ampere board
+accumulating in fp32 at half rate) 64-row padding priced a one-row decode product compute-bound. Set in the
+thirty-fourth session after the thirty-fifth serving set's RTX 3090 row had been seen (benchmarks/LOG.md)."""
 SIMT_NARROW_TILES = ((32, 128),)
 """An output tile (rows x columns) 32 rows tall, which a product of fewer rows than `ceilings.GEMM_TILES`' 64 may
 take on the CUDA cores: cuBLAS's algorithm enum names such SGEMM kernels in every generation since Maxwell
@@ -168,7 +177,7 @@ def streams_weight(op: Op, c: Ceilings, cold_weight: bool) -> bool:
 
 
 def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext, depth_overhead: int = 0,
-                   simt: bool = False) -> tuple[float, tuple[int, int], int, float]:
+                   simt: bool = False, library_product: bool = False) -> tuple[float, tuple[int, int], int, float]:
     """Time of the GEMM under tile and wave quantization; returns (seconds, tile, split-K factor, L2 bytes).
 
     The tile is the one that minimises max(compute, L2 panel traffic): small tiles waste fewer wave slots
@@ -180,7 +189,10 @@ def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext, depth_overhead
     as a matrix-vector kernel that computes only its rows: each thread block takes a slice of the weight's
     columns and every row, so nothing pads the rows to a tile, where a tensor core's mma instruction takes
     operands of 8 or 16 rows. Priced with 64-row tiles, a Llama-2-7B decode step on a P100 in fp16 came out at
-    7x its weights' read time. One of fewer rows than the smallest tile may also take `SIMT_NARROW_TILES`.
+    7x its weights' read time. On the tensor cores such a product pads its rows to `MMA_MIN_ROWS`, not to a
+    64-row tile when it is a library's matrix product (`library_product`: cuBLAS's `Gemm` and `Linear`);
+    attention kernels tile their queries in blocks of their own. One of fewer rows than the smallest tile may
+    also take `SIMT_NARROW_TILES`.
     """
     c = ctx.ceilings
     m, n, k, count = int(view.m), int(view.n), int(view.k), int(view.count)
@@ -188,8 +200,8 @@ def gemm_compute_s(view: GemmView, rate: float, ctx: CostContext, depth_overhead
         return 0.0, (0, 0), 1, 0.0
     l2_bytes_per_s = c.l2.bandwidth_bytes_per_s if c.is_gpu and c.l2 is not None else None
     tiles = c.tiles
-    if simt and c.is_gpu and m <= GEMV_MAX_ROWS:
-        tiles = tuple(sorted({(m, tn) for _, tn in tiles}))
+    if c.is_gpu and m <= GEMV_MAX_ROWS and (simt or library_product):
+        tiles = tuple(sorted({(m if simt else MMA_MIN_ROWS, tn) for _, tn in tiles}))
     elif simt and c.is_gpu and m < min(tm for tm, _ in tiles):
         tiles = tiles + SIMT_NARROW_TILES
     return _quantized(m, n, k, count, rate, c.units, c.is_gpu, tiles, l2_bytes_per_s, ctx.activation_bytes,
