@@ -112,7 +112,7 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
     with pytest.raises(DatasetError, match="holdout: true"):
         source_blocks({"sources": [block]})
     with pytest.raises(DatasetError, match="held_out_set"):
-        source_blocks({"sources": [{**block, "holdout": True, "held_out_set": "thirty-ninth"}]})
+        source_blocks({"sources": [{**block, "holdout": True, "held_out_set": "fortieth"}]})
     blocks = source_blocks({"sources": [{**block, "id": f"b{i}", "holdout": True, "held_out_set": name,
                                          "rows": [{"id": f"r{i}"}]} for i, name in enumerate(HELD_OUT_SETS)]})
     assert [b.part for b in blocks] == ["fresh_held_out", "third_held_out", "fourth_held_out", "fifth_held_out",
@@ -128,7 +128,8 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
                                         "twenty-ninth_held_out", "thirtieth_held_out", "thirty-first_held_out",
                                         "thirty-second_held_out", "thirty-third_held_out",
                                         "thirty-fourth_held_out", "thirty-fifth_held_out",
-                                        "thirty-sixth_held_out", "thirty-seventh_held_out", "thirty-eighth_held_out"]
+                                        "thirty-sixth_held_out", "thirty-seventh_held_out", "thirty-eighth_held_out",
+                                        "thirty-ninth_held_out"]
     rows = [_c("a", 0.10), _c("b", 0.20, holdout=True), _c("c", 0.40, holdout=True, later_set="fresh"),
             _c("d", 0.05, holdout=True, later_set="third"), _c("e", 0.15, holdout=True, later_set="fourth"),
             _c("f", 0.30, holdout=True, later_set="fifth"), _c("g", 0.11, holdout=True, later_set="sixth"),
@@ -156,16 +157,17 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
             _c("aj", 0.0000000762939453125, holdout=True, later_set="thirty-fifth"),
             _c("ak", 0.00000003814697265625, holdout=True, later_set="thirty-sixth"),
             _c("al", 0.000000019073486328125, holdout=True, later_set="thirty-seventh"),
-            _c("am", 0.0000000095367431640625, holdout=True, later_set="thirty-eighth")]
+            _c("am", 0.0000000095367431640625, holdout=True, later_set="thirty-eighth"),
+            _c("an", 0.00000000476837158203125, holdout=True, later_set="thirty-ninth")]
     parts = published.split(rows)
     assert [[c.row_id for c in parts[p]] for p in published.PARTS] == [
         ["a"], ["b"], ["c"], ["d"], ["e"], ["f"], ["g"], ["h"], ["i"], ["j"], ["k"], ["l"], ["m"], ["n"], ["o"], ["p"],
         ["q"], ["r"], ["s"], ["t"], ["u"], ["v"], ["w"], ["x"], ["y"], ["z"], ["aa"], ["ab"], ["ac"], ["ad"], ["ae"],
-        ["af"], ["ag"], ["ah"], ["ai"], ["aj"], ["ak"], ["al"], ["am"],
+        ["af"], ["ag"], ["ah"], ["ai"], ["aj"], ["ak"], ["al"], ["am"], ["an"],
         ["b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w",
-         "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj", "ak", "al", "am"],
+         "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj", "ak", "al", "am", "an"],
         ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v",
-         "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj", "ak", "al", "am"]]
+         "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj", "ak", "al", "am", "an"]]
     ratios = {t["target"]: t["value"] for t in published.check_targets(parts, []) if t["unit"] == "ratio"}
     assert ratios == {"held-out median <= 1.3x fitted median": pytest.approx(2.0),
                       "fresh-held-out median <= 1.3x fitted median": pytest.approx(4.0),
@@ -205,9 +207,10 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
                       "thirty-sixth-held-out median <= 1.3x fitted median": pytest.approx(0.0000003814697265625),
                       "thirty-seventh-held-out median <= 1.3x fitted median": pytest.approx(0.00000019073486328125),
                       "thirty-eighth-held-out median <= 1.3x fitted median": pytest.approx(0.000000095367431640625),
-                      # every held-out row together, |errors| 0.0000000095367431640625 ... 0.40 (38 rows): the mean
-                      # of the nineteenth and twentieth, 0.0025 and 0.005
-                      "held-out-together median <= 1.3x fitted median": pytest.approx(0.0375)}
+                      "thirty-ninth-held-out median <= 1.3x fitted median": pytest.approx(0.0000000476837158203125),
+                      # every held-out row together, |errors| 0.00000000476837158203125 ... 0.40 (39 rows): the
+                      # twentieth, 0.0025
+                      "held-out-together median <= 1.3x fitted median": pytest.approx(0.025)}
 
 
 def test_measured_here_blocks_need_their_script_and_date():
