@@ -173,8 +173,9 @@ def test_a_served_model_quotes_each_phases_cell():
 
 def test_the_runtime_is_never_widened_over():
     """An eager prediction quotes only eager rows, a compiled one only compiled rows; a batched first token on the
-    fused runtime, which fewer held-out rows are than a quote needs (one: foundation-model-stack's compiled forward
-    at batch 2; the others are batch-1 prompts), quotes nothing rather than another runtime's first tokens."""
+    fused runtime, which fewer held-out rows are than a quote needs (four: torch.compile's default-mode prompts of
+    foundation-model-stack at batch 2 and of the Mistral-7B ONNX card at batch 4; the others are batch-1 prompts),
+    quotes nothing rather than another runtime's first tokens."""
     for runtime in ("eager", "graph"):
         out = api.predict_serving("llama-2-7b", gpu="h100", batch=16, prompt_len=128, output_len=128,
                                   runtime=runtime)
