@@ -22,14 +22,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from roofline.hardware.load import find_profile  # noqa: E402
+from roofline.hardware.runtime import EAGER_CUDA  # noqa: E402
 from roofline.model.step import StepOptions, predict_step  # noqa: E402
 from roofline.workload.precision import get_precision  # noqa: E402
 from roofline.workload.zoo import build_workload  # noqa: E402
 
 
-def predict_row(row: dict[str, Any], gpu: str) -> dict[str, Any]:
+def predict_row(row: dict[str, Any], gpu: str, runtime: str | None = EAGER_CUDA) -> dict[str, Any]:
     """The row's step predicted with the settings it ran under; a training step without an update (the
-    'half' section's `optimizer: none`) is the predicted step less its optimizer."""
+    'half' section's `optimizer: none`) is the predicted step less its optimizer. `runtime` names the runtime
+    profile (or its YAML path) that prices the framework."""
     profile = find_profile(gpu, kind="gpu")
     precision = get_precision(row["precision"])
     no_update = row.get("optimizer") == "none"
@@ -37,7 +39,7 @@ def predict_row(row: dict[str, Any], gpu: str) -> dict[str, Any]:
     opts = StepOptions(train=row["mode"] == "train", optimizer="sgd" if no_update else "momentum",
                        include_transfer=row["data"] != "device", pinned=row["data"] == "pinned",
                        channels_last=bool(row["channels_last"]), fp32_math="ieee",
-                       autocast=row["precision"] == "amp")
+                       autocast=row["precision"] == "amp", runtime=runtime)
     workload = build_workload(row["model"], row["batch"], seq_len=row.get("seq_len"))
     pred = predict_step(workload, profile, precision, opts)
     step_s = pred.step_time_s - (pred.optimizer_s if no_update else 0.0)
