@@ -27,7 +27,8 @@ HELD_OUT_SETS = ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eight
                  "twenty-seventh", "twenty-eighth", "twenty-ninth", "thirtieth", "thirty-first",
                  "thirty-second", "thirty-third", "thirty-fourth",
                  "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth",
-                 "thirty-ninth", "fortieth", "forty-first", "forty-second")
+                 "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third",
+                 "forty-fourth", "forty-fifth")
 """The later held-out sets, in the order they were gathered (a block's `held_out_set`), each a part of its own."""
 
 
