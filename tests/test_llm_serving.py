@@ -11,6 +11,7 @@ from cli_run import run_error, run_json
 import cli
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
+from roofline.model.ceilings import ceilings_for
 from roofline.model.llm_precision import serving_precision
 from roofline.model.llm_step import engine_kv_tokens, predict_serving, tensor_parallel_group, weight_bytes
 from roofline.workload.llm.builtins import get_config
@@ -84,6 +85,27 @@ def test_unfused_eager_passes_closed_form():
     sdpa = next(s.op for s in decode(cfg, 2, 100).steps if s.op.name == "attn.sdpa")
     assert unfused_bytes(cfg, sdpa, 2, 2) == 2 * 2 * 2 * 8 * 99 * 128 * 2 + 2 * 2 * 4096 * 2
     assert unfused_bytes(cfg, ops["mlp.gate"], 2, 2) == 0
+
+
+def test_long_prompt_attention_extra_passes_stream_at_dram_closed_form():
+    """Over a 128000-token prompt the attention kernel's own time is its tiles' re-reads of K and V, far slower
+    per compulsory byte than a copy. Eager's extra pass over the attention (the output made contiguous: read and
+    written once, 2 x 128000 x 4096 x 2 B per layer, Llama-3.1-8B in bf16) is a copy kernel of its own, so on an
+    A100 80GB it adds those bytes at the profile's DRAM rate to each of the 32 layers, not at the attention's."""
+    hw = find_profile("a100-sxm4-80gb")
+    cfg = get_config("llama-3.1-8b")
+    prec = serving_precision("bf16")
+    eager = predict_serving(cfg, hw, prec, 1, 128000, 1, "eager")
+    graph = predict_serving(cfg, hw, prec, 1, 128000, 1, "graph")
+
+    def sdpa(p):
+        return next((cost, n) for cost, n in p.prefill.costs if cost.name == "attn.sdpa")
+
+    (eager_op, layers), (graph_op, _) = sdpa(eager), sdpa(graph)
+    extra_bytes = 2 * 128000 * 4096 * 2
+    dram = ceilings_for(hw, prec.compute).dram.bandwidth_bytes_per_s
+    assert layers == 32 and eager_op.bytes - graph_op.bytes == extra_bytes
+    assert eager_op.device_s - graph_op.device_s == pytest.approx(extra_bytes / dram, rel=1e-9)
 
 
 def test_graph_runtime_has_no_unfused_passes():

@@ -51,7 +51,7 @@ from roofline.workload.llm.phases import (
 from roofline.workload.llm.transformers_release import CURRENT, TransformersRelease
 from roofline.workload.ops.gemm import Linear
 from roofline.workload.ops.pointwise import Elementwise
-from roofline.workload.ops.serving import ExpertLinear, GgmlAttention, LogitsHead
+from roofline.workload.ops.serving import CachedAttention, ExpertLinear, GgmlAttention, LogitsHead
 
 DEQUANT_ROW_BAND = 128
 """Rows of the output tile band one dequantised weight tile serves (the largest GEMM tile side the cost model
@@ -368,13 +368,16 @@ def _mmq(cost: OpCost, op: Linear, c: Ceilings, per_sm_cycle: float) -> OpCost:
                                                                f"{per_sm_cycle:.0f} FLOP per SM-cycle")))
 
 
-def _unfused(cost: OpCost, extra_bytes: float, kernels: str = "eager kernels'") -> OpCost:
+def _unfused(cost: OpCost, extra_bytes: float, kernels: str = "eager kernels'", floor_rate: float = 0.0) -> OpCost:
     """The op with its kernels' extra passes (eager's: `phases.unfused_bytes`; llama.cpp's attention:
     `GgmlAttention.score_bytes`), each streamed at the rate the op's own traffic was priced at (the same tensors in
-    the same memory level), run after one another."""
+    the same memory level), and no slower than `floor_rate`, run after one another. An attention's extra passes
+    are kernels of their own (torch.cat of the cache, the output's contiguous copy, the score passes), so they take
+    the DRAM rate as the floor: over a long prompt the attention kernel's own time is its tiles' re-reads of K and
+    V from L2 (`costmodel._memory_s`), which its compulsory bytes divided by that time would price a copy at."""
     if extra_bytes <= 0 or cost.memory_s <= 0 or cost.bytes <= 0:
         return cost
-    extra_s = extra_bytes * cost.memory_s / cost.bytes
+    extra_s = extra_bytes / max(cost.bytes / cost.memory_s, floor_rate)
     memory_s = cost.memory_s + extra_s
     bound = "memory" if cost.bound == "compute" and memory_s > cost.compute_s else cost.bound
     return replace(cost, bytes=cost.bytes + extra_bytes, memory_s=memory_s, bound=bound,
@@ -426,10 +429,11 @@ def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, units: 
         cost = op_cost(op, "forward", linear_ctx if priced_alone else other_ctx)
         if priced_alone and prec.weight_only:
             cost = weight_only_cost(cost, op, prec, c, linear_ctx, units.int8_mma)
+        attention_floor = c.dram.bandwidth_bytes_per_s if isinstance(op, CachedAttention) else 0.0
         if rt.unfused:
-            cost = _unfused(cost, unfused_bytes(cfg, op, act_bytes, prec.kv_bytes))
+            cost = _unfused(cost, unfused_bytes(cfg, op, act_bytes, prec.kv_bytes), floor_rate=attention_floor)
         if isinstance(op, GgmlAttention):
-            cost = _unfused(cost, op.score_bytes(), "llama.cpp's score kernels")
+            cost = _unfused(cost, op.score_bytes(), "llama.cpp's score kernels", attention_floor)
         kernels, views = rt.calls(step, prec.compute.storage_bytes == 4)
         charged.append((rt.charge(cost, c, kernels, views), step.repeat))
         if isinstance(op, LogitsHead) and op.upcasts(act_bytes):
