@@ -48,7 +48,7 @@ def serving_rows(comparison: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"row_id": r["row_id"], "source_id": r["source_id"], "device": find_profile(r["groups"]["gpu"]).name,
              "phase": r["extra"]["phase"],
              "runtime": r["extra"]["runtime"], "batch": r["extra"]["batch"], "weights": r["extra"]["weights"],
-             "gpus": r["extra"]["gpus"], "error": r["error"]}
+             "gpus": r["extra"]["gpus"], "context": r["extra"]["context"], "error": r["error"]}
             for r in comparison["rows"] if r["holdout"]]
 
 

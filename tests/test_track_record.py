@@ -148,6 +148,8 @@ def test_serving_keys_follow_each_rows_settings():
         words = r["settings"].split()
         after_output = words[next(i for i, w in enumerate(words) if w.startswith("O=")) + 1]
         assert r["extra"]["runtime"] == after_output, r["row_id"]
+        prompt, output = (int(next(w[2:] for w in words if w.startswith(k))) for k in ("P=", "O="))
+        assert r["extra"]["context"] == prompt + output // 2, r["row_id"]
 
 
 def test_a_served_model_quotes_each_phases_cell():
@@ -221,6 +223,39 @@ def test_weight_only_weights_at_batch_above_one_quote_their_own_runs():
         out = api.predict_serving("llama-3-8b", gpu="h200", batch=batch, prompt_len=2048, output_len=128,
                                   runtime="graph", precision=precision)
         assert "weight_only" not in (out["track_record"] or {})
+
+
+def test_a_long_request_quotes_the_runs_that_decoded_at_long_context():
+    """An eager request whose decode attends over 16384 tokens or more on average quotes every held-out eager
+    output-token run of that mean context (prompt + output / 2, read from each row's settings), with the
+    comparison's published-over-predicted ratios; a short request, and a runtime with too few such runs, none."""
+    def long_context(runtime: str) -> list[dict]:
+        out = []
+        for r in SERVING_HELD_OUT:
+            words = r["settings"].split()
+            prompt, output = (int(next(w[2:] for w in words if w.startswith(k))) for k in ("P=", "O="))
+            if (r["extra"]["phase"] == "output_tokens" and r["extra"]["runtime"] == runtime
+                    and prompt + output / 2 >= 16384):
+                out.append(r)
+        return out
+
+    rows = long_context("eager")
+    assert len(rows) >= tr.MIN_ROWS
+    ratios = sorted(1 / (1 + r["error"]) for r in rows)
+    out = api.predict_serving("llama-3.1-8b", gpu="a100", batch=1, prompt_len=30000, output_len=512,
+                              runtime="eager")
+    quote = out["track_record"]["long_context"]
+    assert sorted(quote["row_ids"]) == sorted(r["row_id"] for r in rows)
+    assert quote["published_over_predicted"]["median"] == pytest.approx(statistics.median(ratios))
+    assert quote["published_over_predicted"]["high"] == pytest.approx(ratios[-1])
+    assert "30,256 tokens" in quote["text"]
+    short = api.predict_serving("llama-3.1-8b", gpu="a100", batch=1, prompt_len=2048, output_len=512,
+                                runtime="eager")
+    assert "long_context" not in (short["track_record"] or {})
+    assert len(long_context("graph")) < tr.MIN_ROWS
+    graph = api.predict_serving("llama-3.1-8b", gpu="a100", batch=1, prompt_len=30000, output_len=512,
+                                runtime="graph")
+    assert "long_context" not in (graph["track_record"] or {})
 
 
 def test_serving_advice_carries_the_record_and_says_it():

@@ -32,7 +32,7 @@ from benchmarks.published_kinds.record import (
     SourceBlock,
     source_blocks,
 )
-from roofline.advise.track_record import serving_cell
+from roofline.advise.track_record import decode_context, serving_cell
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
 from roofline.model.llm_precision import activation_for, serving_precision
@@ -148,7 +148,8 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
                         "metric": row["metric"], "source": block.id,
                         "runtime": f"{cell['runtime']}, {batches}", "weights": cell["weights"]},
                 extra={"figure": f"{row['value']:g} {row['metric']}", "fits": p.fits,
-                       "phase": "first_token" if row["metric"] in FIRST_TOKEN_METRICS else "output_tokens", **cell}))
+                       "phase": "first_token" if row["metric"] in FIRST_TOKEN_METRICS else "output_tokens",
+                       "context": decode_context(row["prompt"], row["output"]), **cell}))
     return out
 
 

@@ -287,10 +287,50 @@ def weight_only_quote(pred: ServingPrediction) -> dict[str, Any] | None:
             "published_over_predicted": {"median": median, "low": ratios[0], "high": ratios[-1]}, "text": text}
 
 
+LONG_CONTEXT_TOKENS = 16384
+"""Mean decode context (`decode_context`) from which `long_context_quote` speaks. The record's held-out eager decode
+rows took 1.03x the predicted time per output token at the median below 8192 tokens (141 rows) and 1.91x from 16384
+(15 rows from three sources: transformers' generate of Qwen, Qwen1.5 and GLM-4, benchmarks/LOG.md, thirty-fifth
+session). The band was chosen after looking at those rows, as a table's grouping is; it groups the record for the
+quote and corrects no prediction."""
+
+
+def decode_context(prompt: int, output: int) -> int:
+    """The mean context a request's decode steps attend over: the prompt and half the generated tokens. The shipped
+    rows (benchmarks/published_kinds/llm_serving.py) and the prediction they are quoted beside use this one rule."""
+    return prompt + output // 2
+
+
+def long_context_quote(pred: ServingPrediction) -> dict[str, Any] | None:
+    """The held-out runs on the prediction's runtime that decoded at a mean context of LONG_CONTEXT_TOKENS or more,
+    or None (a shorter request, a CPU, or fewer than MIN_ROWS such runs). Why apart from the phase cells: those few
+    rows vanish into the cells' medians, which short requests fill, while what a long context costs an eager loop
+    (its attention copies the whole cache every step: transformers' torch.cat, and a remote-code model's expansion
+    of its grouped KV heads to every query head) grows with the context, so a long request should see them."""
+    context = decode_context(pred.prompt_len, pred.output_len)
+    if not pred.ceilings.is_gpu or context < LONG_CONTEXT_TOKENS:
+        return None
+    rows = [r for r in record_rows(SERVING)
+            if r["phase"] == "output_tokens" and r["runtime"] == pred.runtime and r["context"] >= LONG_CONTEXT_TOKENS]
+    if len(rows) < MIN_ROWS:
+        return None
+    ratios = sorted(time_ratio(r["error"]) for r in rows)
+    median = statistics.median(ratios)
+    sources = sorted({r["source_id"] for r in rows})
+    text = (f"Track record: {len(rows)} held-out published runs decoding at a mean context of "
+            f"{LONG_CONTEXT_TOKENS:,} tokens or more on the {pred.runtime} runtime ({', '.join(sources)}) took "
+            f"{median:.2f}x the predicted time per output token at the median ({ratios[0]:.2f}-{ratios[-1]:.2f}x); "
+            f"this request's decode attends over {context:,} tokens on average. The prediction is not corrected by "
+            f"it ({SERVING.report}).")
+    return {"cell": {"phase": "output_tokens", "runtime": pred.runtime, "context": f">= {LONG_CONTEXT_TOKENS}"},
+            "rows": len(rows), "row_ids": [r["row_id"] for r in rows],
+            "published_over_predicted": {"median": median, "low": ratios[0], "high": ratios[-1]}, "text": text}
+
+
 def serving_quotes(pred: ServingPrediction) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the records for a served model's first token and output tokens by phase, or None where the record has no
-    cell of that runtime and batch, and for weight-only weights at batch above 1 `weight_only_quote`; the GPU's
-    share of the serving record), as `step_quotes`."""
+    cell of that runtime and batch, for weight-only weights at batch above 1 `weight_only_quote`, and for a long
+    request `long_context_quote`; the GPU's share of the serving record), as `step_quotes`."""
     if not pred.ceilings.is_gpu:
         return None, None
     cell = serving_cell(pred.runtime, pred.batch, pred.gpus, pred.precision.name)
@@ -302,6 +342,8 @@ def serving_quotes(pred: ServingPrediction) -> tuple[dict[str, Any] | None, dict
             records[phase] = record.as_dict(seconds, quantity)
     if (weight_only := weight_only_quote(pred)) is not None:
         records["weight_only"] = weight_only
+    if (long_context := long_context_quote(pred)) is not None:
+        records["long_context"] = long_context
     return records or None, device_record(pred.device, SERVING)
 
 
