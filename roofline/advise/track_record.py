@@ -317,8 +317,11 @@ def long_context_quote(pred: ServingPrediction) -> dict[str, Any] | None:
     ratios = sorted(time_ratio(r["error"]) for r in rows)
     median = statistics.median(ratios)
     sources = sorted({r["source_id"] for r in rows})
+    batches = {r["batch"] for r in rows}
+    at = "batch 1" if batches == {"1"} else "batch above 1" if batches == {"batched"} else "batch 1 and above"
     text = (f"Track record: {len(rows)} held-out published runs decoding at a mean context of "
-            f"{LONG_CONTEXT_TOKENS:,} tokens or more on the {pred.runtime} runtime ({', '.join(sources)}) took "
+            f"{LONG_CONTEXT_TOKENS:,} tokens or more on the {pred.runtime} runtime, at {at} "
+            f"({', '.join(sources)}), took "
             f"{median:.2f}x the predicted time per output token at the median ({ratios[0]:.2f}-{ratios[-1]:.2f}x); "
             f"this request's decode attends over {context:,} tokens on average. The prediction is not corrected by "
             f"it ({SERVING.report}).")
