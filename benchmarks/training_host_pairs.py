@@ -18,6 +18,7 @@ device cannot be what sets its pace. It reports k and changes no profile.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
 import sys
@@ -42,8 +43,6 @@ HOST_BOUND_MARGIN = 1.5
 def pairs() -> list[dict[str, Any]]:
     """Host-bound training rows, each with the inference row at batch 1 of the same model, precision, layout and
     sequence length measured in the same run of the same file."""
-    import json
-
     found = []
     for path, gpu in LIVE_FILES.items():
         doc = json.loads((ROOT / path).read_text())

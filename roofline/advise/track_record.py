@@ -273,16 +273,26 @@ def weight_only_quote(pred: ServingPrediction) -> dict[str, Any] | None:
     rows = [r for r in record_rows(SERVING) if all(r.get(k) == v for k, v in cell.items())]
     if len(rows) < MIN_ROWS:
         return None
-    ratios = sorted(time_ratio(r["error"]) for r in rows)
-    median = statistics.median(ratios)
-    sources = sorted({r["source_id"] for r in rows})
+    ratios, median, sources = _ratios(rows)
     text = (f"Track record: {len(rows)} held-out published runs with weight-only int8/int4 weights at batch above "
-            f"1 ({pred.runtime} runtime; {', '.join(sources)}) took {median:.2f}x the predicted time at the median "
+            f"1 ({pred.runtime} runtime; {sources}) took {median:.2f}x the predicted time at the median "
             f"({ratios[0]:.2f}-{ratios[-1]:.2f}x): this prediction prices {pred.precision.name} products of many rows "
             f"with the '{pred.precision.quant_kernel}' kernel, and those engines' kernels ran them slower; how fast "
             "yours runs a prefill's products is its kernel's, so time it at your batch before choosing "
             f"{pred.precision.name} over a 16-bit or fp8 model. The prediction is not corrected by it "
             f"({SERVING.report}).")
+    return _runs_quote(cell, rows, ratios, median, text)
+
+
+def _ratios(rows: list[dict[str, Any]]) -> tuple[list[float], float, str]:
+    """A quote's rows as published-over-predicted ratios (sorted), their median, and their sources, comma-joined."""
+    ratios = sorted(time_ratio(r["error"]) for r in rows)
+    return ratios, statistics.median(ratios), ", ".join(sorted({r["source_id"] for r in rows}))
+
+
+def _runs_quote(cell: dict[str, str], rows: list[dict[str, Any]], ratios: list[float], median: float,
+                text: str) -> dict[str, Any]:
+    """The dictionary every quote of a group of held-out runs (`weight_only_quote`, `long_context_quote`) returns."""
     return {"cell": cell, "rows": len(rows), "row_ids": [r["row_id"] for r in rows],
             "published_over_predicted": {"median": median, "low": ratios[0], "high": ratios[-1]}, "text": text}
 
@@ -314,20 +324,17 @@ def long_context_quote(pred: ServingPrediction) -> dict[str, Any] | None:
             if r["phase"] == "output_tokens" and r["runtime"] == pred.runtime and r["context"] >= LONG_CONTEXT_TOKENS]
     if len(rows) < MIN_ROWS:
         return None
-    ratios = sorted(time_ratio(r["error"]) for r in rows)
-    median = statistics.median(ratios)
-    sources = sorted({r["source_id"] for r in rows})
+    ratios, median, sources = _ratios(rows)
     batches = {r["batch"] for r in rows}
     at = "batch 1" if batches == {"1"} else "batch above 1" if batches == {"batched"} else "batch 1 and above"
     text = (f"Track record: {len(rows)} held-out published runs decoding at a mean context of "
             f"{LONG_CONTEXT_TOKENS:,} tokens or more on the {pred.runtime} runtime, at {at} "
-            f"({', '.join(sources)}), took "
+            f"({sources}), took "
             f"{median:.2f}x the predicted time per output token at the median ({ratios[0]:.2f}-{ratios[-1]:.2f}x); "
             f"this request's decode attends over {context:,} tokens on average. The prediction is not corrected by "
             f"it ({SERVING.report}).")
-    return {"cell": {"phase": "output_tokens", "runtime": pred.runtime, "context": f">= {LONG_CONTEXT_TOKENS}"},
-            "rows": len(rows), "row_ids": [r["row_id"] for r in rows],
-            "published_over_predicted": {"median": median, "low": ratios[0], "high": ratios[-1]}, "text": text}
+    cell = {"phase": "output_tokens", "runtime": pred.runtime, "context": f">= {LONG_CONTEXT_TOKENS}"}
+    return _runs_quote(cell, rows, ratios, median, text)
 
 
 def serving_quotes(pred: ServingPrediction) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
