@@ -218,6 +218,30 @@ def test_gpu_path_with_fake_nvml():
     assert detect.match_gpu_profile(gpu) == "v100-sxm2-16gb"
 
 
+GiB = 2**30
+
+
+@pytest.mark.parametrize(("name", "memory_gib", "sm_count", "profile"), [
+    # names as NVML and torch.cuda.get_device_name report them
+    ("NVIDIA GeForce RTX 2080 Ti", 11, None, "rtx-2080-ti"),
+    ("NVIDIA GeForce RTX 2080", 8, None, "rtx-2080"),
+    ("NVIDIA GeForce RTX 3080 Ti", 12, None, None),  # no 3080 Ti profile: not the RTX 3080's
+    ("NVIDIA GeForce RTX 4070 Ti SUPER", 16, None, None),  # not the 4070 Ti's
+    ("NVIDIA GeForce RTX 4070 Ti", 12, None, "rtx-4070-ti"),
+    ("NVIDIA GeForce GTX 1080 Ti", 11, None, "gtx-1080-ti"),
+    ("NVIDIA TITAN V", 12, None, "titan-v"),
+    ("NVIDIA RTX 6000 Ada Generation", 48, None, "rtx-6000-ada"),
+    ("Tesla P100-PCIE-16GB", 16, None, "p100-pcie-16gb"),
+    ("NVIDIA A100 80GB PCIe", 80, None, "a100-pcie-80gb"),
+    ("NVIDIA A100-SXM4-40GB", 40, 108, "a100-sxm4-40gb"),
+    ("NVIDIA H100 NVL", 94, None, "h100-nvl-94gb"),
+    ("NVIDIA H100 80GB HBM3", 80, 132, "h100-sxm5-80gb"),
+])
+def test_a_gpu_name_matches_the_profile_of_that_board(name, memory_gib, sm_count, profile):
+    gpu = detect.DetectedGpu(index=0, name=name, memory_bytes=memory_gib * GiB, source="nvml", sm_count=sm_count)
+    assert detect.match_gpu_profile(gpu) == profile
+
+
 def test_gpu_path_tolerates_unsupported_queries():
     (gpu,) = detect.detect_gpus(nvml=FakeNvml(sm_attribute_supported=False))
     assert gpu.sm_count is None

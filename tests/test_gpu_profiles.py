@@ -129,6 +129,23 @@ DATASHEET: dict[str, tuple[float, float | None, float | None, float]] = {
     # https://www.nvidia.com/en-us/data-center/h100/ (H100 NVL column, per GPU): 60 TFLOPS fp32, fp16/bf16 1,671*
     # TFLOPS with sparsity -> dense / 2, 94 GB HBM3 at 3.9 TB/s
     "h100-nvl-94gb": (60 * T, 1671 * T / 2, 1671 * T / 2, 3.9e12),
+    # The six boards below: no NVIDIA whitepaper or product page was readable here, so their figures are transcribed
+    # from the spec pages each profile cites, and the tensor rates are the SM count x the sibling SM's per-clock rate x
+    # the boost clock (each profile's `derived:`), checked against NVIDIA's launch figures where one was quoted.
+    # RTX 3060 12 GB: 28 SM, 1777 MHz, 12.74 TFLOPS fp32, 192-bit x 15 Gbps = 360 GB/s; fp16 tensor with fp32
+    # accumulate 28 x 256 x 2 x 1.777e9 = 25.47 (NVIDIA's launch "101 tensor-TFLOPS" = 4 x: sparse, fp16 accumulate)
+    "rtx-3060": (12.74 * T, 25.47 * T, 25.47 * T, 360 * G),
+    # RTX 3070: 46 SM, 1725 MHz, 20.31 TFLOPS fp32, 256-bit x 14 Gbps = 448 GB/s; 46 x 256 x 2 x 1.725e9 = 40.63
+    "rtx-3070": (20.31 * T, 40.63 * T, 40.63 * T, 448 * G),
+    # RTX A4000: NVIDIA's datasheet table (19.2 TFLOPS fp32, 153.4 TFLOPS tensor with sparsity, full rate on the
+    # professional board -> dense / 2), 448 GB/s
+    "rtx-a4000": (19.2 * T, 153.4 * T / 2, 153.4 * T / 2, 448 * G),
+    # RTX 2080: 46 SM, 1710 MHz, 10.07 TFLOPS fp32, 448 GB/s; 46 x 256 x 2 x 1.71e9 = 40.27; no bf16 on Turing
+    "rtx-2080": (10.07 * T, 40.27 * T, None, 448 * G),
+    # RTX 4070 Ti: 60 SM, 2610 MHz, 40.09 TFLOPS fp32, 192-bit x 21 Gbps = 504 GB/s; 60 x 256 x 2 x 2.61e9 = 80.18
+    "rtx-4070-ti": (40.09 * T, 80.18 * T, 80.18 * T, 504 * G),
+    # RTX 4060 Ti 16 GB: 34 SM, 2535 MHz, 22.06 TFLOPS fp32, 128-bit x 18 Gbps = 288 GB/s; 34 x 256 x 2 x 2.535e9 = 44.1
+    "rtx-4060-ti-16gb": (22.06 * T, 44.13 * T, 44.13 * T, 288 * G),
 }
 
 # (alias, file stem) as the project specifies them; loader matching ignores case.
@@ -147,6 +164,8 @@ ALIASES = [
     ("RTX4090", "rtx-4090"), ("H100", "h100-sxm5-80gb"),
     ("B200", "b200"), ("hgx-b200", "b200"), ("rtx5090", "rtx-5090"), ("5090", "rtx-5090"),
     ("h100-nvl", "h100-nvl-94gb"),
+    ("3060", "rtx-3060"), ("rtx3070", "rtx-3070"), ("a4000", "rtx-a4000"), ("rtx2080", "rtx-2080"),
+    ("4070ti", "rtx-4070-ti"), ("rtx-4060-ti-16gb", "rtx-4060-ti-16gb"),
     ("a100-pcie-80gb", "a100-pcie-80gb"), ("a100-80gb-pcie", "a100-pcie-80gb"), ("A100-PCIE-80GB", "a100-pcie-80gb"),
     ("p100-pcie", "p100-pcie-16gb"), ("p100-pcie-16gb", "p100-pcie-16gb"), ("tesla-p100-pcie", "p100-pcie-16gb"),
     ("p4", "tesla-p4"), ("tesla-p4", "tesla-p4"), ("P4", "tesla-p4"),

@@ -372,18 +372,43 @@ def detect_gpus(nvml: Any = None) -> list[DetectedGpu]:
     return []
 
 
+VARIANT_WORDS = frozenset({"ti", "super"})
+"""Words after a board's number that make it another board: an "RTX 2080 Ti" is not an RTX 2080 (68 SMs, not 46),
+so a profile whose alias stops before such a word does not match."""
+
+MAX_ALIAS_WORDS = 4
+"""Longest run of a GPU name's words an alias is compared with ("a100-sxm4-80gb" spans three)."""
+
+
+def _alias_spans(name: str) -> dict[str, int]:
+    """Each run of consecutive words of a GPU name, joined with '-' and with nothing ("2080-ti", "2080ti"), mapped
+    to how many words it spans, leaving out runs that a variant word (`VARIANT_WORDS`) follows."""
+    words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w]
+    spans: dict[str, int] = {}
+    for start in range(len(words)):
+        for end in range(start + 1, min(start + MAX_ALIAS_WORDS, len(words)) + 1):
+            if end < len(words) and words[end] in VARIANT_WORDS:
+                continue
+            run = words[start:end]
+            for key in ("-".join(run), "".join(run)):
+                spans[key] = max(spans.get(key, 0), end - start)
+    return spans
+
+
 def match_gpu_profile(gpu: DetectedGpu) -> str | None:
-    """The shipped/user GPU profile this GPU is: an alias that appears as a word of its name, then the same
-    SM count where known, then the closest memory capacity. None when no profile fits."""
+    """The shipped/user GPU profile this GPU is: a name or alias that spells a run of words of its name (the longest
+    run first: "A100-SXM4-80GB" before "A100"; never one a "Ti" or "Super" follows), then the same SM count where
+    known, then the closest memory capacity. None when no profile fits."""
     from roofline.hardware.load import list_profiles, load_profile
 
-    words = set(re.split(r"[^a-z0-9]+", gpu.name.lower()))
+    spans = _alias_spans(gpu.name)
     candidates = []
     for entry in list_profiles():
-        if entry.kind != "gpu" or not words & {entry.name, *entry.aliases}:
+        span = max((spans.get(key, 0) for key in (entry.name, *entry.aliases)), default=0)
+        if entry.kind != "gpu" or not span:
             continue
         profile = load_profile(entry.path)
         if gpu.sm_count is not None and profile.compute.sm_count.value != gpu.sm_count:
             continue
-        candidates.append((abs(profile.memory.capacity_bytes.value - gpu.memory_bytes), entry.name))
-    return min(candidates)[1] if candidates else None
+        candidates.append((-span, abs(profile.memory.capacity_bytes.value - gpu.memory_bytes), entry.name))
+    return min(candidates)[2] if candidates else None
