@@ -178,3 +178,109 @@ def test_eager_kernel_counts_follow_each_architecture():
     assert {"attn.q_proj", "attn.k_proj", "attn.v_proj"} <= set(llama)
     # c_attn: 768 -> 3 x 768 with bias, the same parameters as three 768 -> 768 layers
     assert gpt2["attn.c_attn"].op.params() == 768 * 2304 + 2304
+
+
+FAMILY_CONFIGS = {
+    # config.json fields of each model as its publisher ships it (the fields the shape needs)
+    "qwen3-8b": {"model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 36, "num_attention_heads": 32,
+                 "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 12288, "vocab_size": 151936,
+                 "max_position_embeddings": 40960, "tie_word_embeddings": False},
+    # 16 heads of 128 over a hidden size of 1024: head_dim is not hidden / heads
+    "qwen3-0.6b": {"model_type": "qwen3", "hidden_size": 1024, "num_hidden_layers": 28, "num_attention_heads": 16,
+                   "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 3072, "vocab_size": 151936,
+                   "max_position_embeddings": 40960, "tie_word_embeddings": True},
+    "qwen3-30b-a3b": {"model_type": "qwen3_moe", "hidden_size": 2048, "num_hidden_layers": 48,
+                      "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+                      "intermediate_size": 6144, "moe_intermediate_size": 768, "num_experts": 128,
+                      "num_experts_per_tok": 8, "decoder_sparse_step": 1, "mlp_only_layers": [],
+                      "vocab_size": 151936, "max_position_embeddings": 40960, "tie_word_embeddings": False},
+    # Gemma ties its lm_head by default (GemmaConfig), GeGLU is gated
+    "gemma-7b": {"model_type": "gemma", "hidden_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 16,
+                 "num_key_value_heads": 16, "head_dim": 256, "intermediate_size": 24576, "vocab_size": 256000,
+                 "max_position_embeddings": 8192},
+    "gemma-2-9b": {"model_type": "gemma2", "hidden_size": 3584, "num_hidden_layers": 42, "num_attention_heads": 16,
+                   "num_key_value_heads": 8, "head_dim": 256, "intermediate_size": 14336, "vocab_size": 256000,
+                   "max_position_embeddings": 8192},
+    "gemma-3-1b": {"model_type": "gemma3_text", "hidden_size": 1152, "num_hidden_layers": 26,
+                   "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256, "intermediate_size": 6912,
+                   "vocab_size": 262144, "max_position_embeddings": 32768},
+    "mistral-nemo-12b": {"model_type": "mistral", "hidden_size": 5120, "num_hidden_layers": 40,
+                         "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                         "intermediate_size": 14336, "vocab_size": 131072, "max_position_embeddings": 1024000},
+    "pythia-6.9b": {"model_type": "gpt_neox", "hidden_size": 4096, "num_hidden_layers": 32,
+                    "num_attention_heads": 32, "intermediate_size": 16384, "vocab_size": 50432,
+                    "max_position_embeddings": 2048},
+    "starcoder2-3b": {"model_type": "starcoder2", "hidden_size": 3072, "num_hidden_layers": 30,
+                      "num_attention_heads": 24, "num_key_value_heads": 2, "intermediate_size": 12288,
+                      "vocab_size": 49152, "max_position_embeddings": 16384, "use_bias": True},
+}
+
+
+def _read(raw: dict, tmp_path, name: str):
+    path = tmp_path / name / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(raw))
+    return read_hf_config(str(path))
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY_CONFIGS))
+def test_other_families_match_transformers_meta_model(name, tmp_path):
+    """Each family as transformers builds it from the same config.json on the meta device: explicit head widths,
+    query/key norms, four norms a layer, experts of their own width, tied heads by default, two-matrix MLPs."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    raw = FAMILY_CONFIGS[name]
+    config = transformers.AutoConfig.for_model(**raw)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    expected = sum(p.numel() for p in model.parameters())
+    assert _read(raw, tmp_path, name).params() == expected
+
+
+def test_other_families_published_counts(tmp_path):
+    # Pythia paper (arXiv 2304.01373), Table 1's 6.9B model: 6,857,302,016 parameters
+    assert _read(FAMILY_CONFIGS["pythia-6.9b"], tmp_path, "p").params() == 6_857_302_016
+    # Gemma paper (arXiv 2403.08295), Table 2: the 7B model's 786,432,000 embedding and 7,751,248,896 non-embedding
+    gemma = _read(FAMILY_CONFIGS["gemma-7b"], tmp_path, "g")
+    assert (gemma.vocab * gemma.hidden, gemma.params() - gemma.vocab * gemma.hidden) == (786_432_000, 7_751_248_896)
+    # Qwen3 model cards print truncated figures: 8B '8.2B' total, '6.95B' non-embedding; 0.6B '0.6B', '0.44B';
+    # 30B-A3B '30.5B in total and 3.3B activated', '29.9B' non-embedding
+    for name, total, non_embedding in (("qwen3-8b", 8.1, 6.94), ("qwen3-0.6b", 0.5, 0.44),
+                                       ("qwen3-30b-a3b", 30.5, 29.9)):
+        cfg = _read(FAMILY_CONFIGS[name], tmp_path, name)
+        table = cfg.vocab * cfg.hidden * (1 if cfg.tied_embeddings else 2)
+        assert total <= cfg.params() / 1e9 < total + 0.1, name
+        assert non_embedding <= (cfg.params() - table) / 1e9 < non_embedding + 0.01, name
+    assert 3.3 <= _read(FAMILY_CONFIGS["qwen3-30b-a3b"], tmp_path, "a").active_params() / 1e9 < 3.4
+
+
+def test_an_explicit_head_width_sets_q_and_the_cache(tmp_path):
+    cfg = _read(FAMILY_CONFIGS["qwen3-0.6b"], tmp_path, "q")
+    # 2 (K, V) x 28 layers x 8 KV heads x 128 x 2 bytes, where hidden / heads would give 64 wide heads
+    assert kv_cache_bytes_per_token(cfg, 2) == 2 * 28 * 8 * 128 * 2
+    ops = {s.op.name: s.op for s in decode(cfg, 1, 8).steps}
+    assert (ops["attn.q_proj"].out_features, ops["attn.o_proj"].in_features) == (16 * 128, 16 * 128)
+    # the query and key norms run over each head's 128 values: 16 query heads and 8 key heads for one token
+    assert (ops["attn.q_norm"].rows, ops["attn.k_norm"].rows, ops["attn.q_norm"].features) == (16, 8, 128)
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"model_type": "opt", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
+      "ffn_dim": 3072, "vocab_size": 50272, "max_position_embeddings": 2048}, "'opt'"),
+    ({"model_type": "deepseek_v3", "hidden_size": 7168, "num_attention_heads": 128, "num_hidden_layers": 61,
+      "kv_lora_rank": 512, "intermediate_size": 18432, "vocab_size": 129280, "max_position_embeddings": 163840},
+     "latent attention"),
+    ({"model_type": "qwen2_moe", "hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 24,
+      "intermediate_size": 5632, "num_experts": 60, "shared_expert_intermediate_size": 5632, "vocab_size": 151936,
+      "max_position_embeddings": 8192}, "shared expert"),
+    ({"model_type": "some_moe", "hidden_size": 2048, "num_attention_heads": 16, "num_hidden_layers": 24,
+      "intermediate_size": 5632, "num_experts": 60, "mlp_only_layers": [0], "vocab_size": 151936,
+      "max_position_embeddings": 8192}, "dense layers"),
+    ({"model_type": "bert", "hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12,
+      "intermediate_size": 3072, "hidden_act": "gelu", "vocab_size": 30522, "max_position_embeddings": 512},
+     "whether its MLP is gated"),
+])
+def test_configs_of_undescribed_models_are_refused(raw, message, tmp_path):
+    """A config whose model this reader would price as another model is a one-line error, not a wrong number."""
+    with pytest.raises(ConfigError, match=message):
+        _read(raw, tmp_path, "m")

@@ -28,11 +28,17 @@ class LiveServing:
 
 
 def hf_config_dict(cfg: DecoderConfig) -> dict[str, Any]:
-    """The transformers config that builds this shape (GPT-2 or Llama architecture)."""
+    """The transformers config that builds this shape (GPT-2 or Llama architecture); a shape neither builds
+    (query/key norms, norms after each sublayer, a two-matrix MLP with rotary positions) is refused rather than
+    timed as another model."""
     if cfg.learned_positions:
         return {"model_type": "gpt2", "n_embd": cfg.hidden, "n_layer": cfg.layers, "n_head": cfg.heads,
                 "n_inner": cfg.intermediate, "vocab_size": cfg.vocab, "n_positions": cfg.max_positions}
+    if cfg.qk_norm or cfg.norms_per_layer != 2 or not cfg.gated_mlp:
+        raise RooflineError(f"{cfg.name}: live validation builds GPT-2- and Llama-shaped models only; this one has "
+                            "query/key norms, norms after its sublayers or a two-matrix MLP")
     return {"model_type": "mixtral" if cfg.experts > 1 else "llama", "hidden_size": cfg.hidden,
+            **({"head_dim": cfg.head_dim} if cfg.head_size is not None else {}),
             "num_hidden_layers": cfg.layers, "num_attention_heads": cfg.heads,
             "num_key_value_heads": cfg.kv_heads, "intermediate_size": cfg.intermediate, "vocab_size": cfg.vocab,
             "max_position_embeddings": cfg.max_positions, "tie_word_embeddings": cfg.tied_embeddings,

@@ -193,7 +193,7 @@ def eager_kernels(cfg: DecoderConfig, op: Op) -> tuple[int, int, int]:
         return 2, 0, 0
     if op.name.startswith("attn.rope"):
         return ROPE_KERNELS, 0, 0
-    if isinstance(op, Activation) and op.fn == "gelu":
+    if isinstance(op, Activation) and op.fn == "gelu" and cfg.learned_positions:
         return GELU_NEW_KERNELS, 0, 0
     return 1, 0, 0
 
@@ -329,16 +329,22 @@ def layer_ops(cfg: DecoderConfig, batch: int, tokens: int, context: int, kv_elem
             Linear("attn.k_proj", batch=batch, in_features=h, out_features=kv, bias=qkv_bias, tokens=tokens),
             Linear("attn.v_proj", batch=batch, in_features=h, out_features=kv, bias=qkv_bias, tokens=tokens),
         ]
+    if cfg.qk_norm:
+        ops += [LayerNorm("attn.q_norm", rows=rows * heads, features=cfg.head_dim),
+                LayerNorm("attn.k_norm", rows=rows * kv_heads, features=cfg.head_dim)]
     if not cfg.learned_positions:
         ops += [Elementwise("attn.rope_q", numel=rows * q, inputs=3, op="mul"),
                 Elementwise("attn.rope_k", numel=rows * kv, inputs=3, op="mul")]
+    post = cfg.norms_per_layer > 2
     ops += [
         *_attention(cfg, batch, tokens, context, kv_element_ratio, heads, kv_heads, layout),
         Linear("attn.o_proj", batch=batch, in_features=q, out_features=h, bias=cfg.bias, tokens=tokens,
                weight_layout=weight_layout(cfg)),
+        *([LayerNorm("attn.post_norm", rows=rows, features=h)] if post else []),
         Elementwise("attn.residual", numel=rows * h, inputs=2, op="add"),
         LayerNorm("mlp.norm", rows=rows, features=h),
         *_mlp(cfg, batch, tokens, tp),
+        *([LayerNorm("mlp.post_norm", rows=rows, features=h)] if post else []),
         Elementwise("mlp.residual", numel=rows * h, inputs=2, op="add"),
     ]
     return ops
