@@ -79,6 +79,19 @@ PUBLISHED_PARAMS = [
     ("phi-3-mini", 3.8e9, 0.05e9, "Phi-3 technical report (arXiv 2404.14219): 'phi-3-mini, a 3.8 billion parameter "
                                   "language model'"),
     ("tinyllama-1.1b", 1.1e9, 0.05e9, "TinyLlama paper (arXiv 2401.02385): 'a compact 1.1B language model'"),
+    # model cards read in public copies (ZHUI/paddlenlp_model_readme@40a7101e, Qwen's GGUF cards in
+    # JoseAdrianRodriguezGonzalez/Llm-Component@0dd5e6e9, OpenMOSE/RWKV-LM-RLHF@c394e06d); a figure printed
+    # truncated is checked as the interval it truncates
+    ("llama-3.1-70b", 70e9, 3.5e9, "Llama 3.1 model card: '70B' (named by size)"),
+    ("llama-3.2-1b", 1.235e9, 0.005e9, "Llama 3.2 model card: '1.23B' (printed truncated)"),
+    ("llama-3.2-3b", 3.215e9, 0.005e9, "Llama 3.2 model card: '3.21B' (printed truncated)"),
+    ("qwen2.5-72b", 72.75e9, 0.05e9, "Qwen2.5-72B model card: 'Number of Parameters: 72.7B' (truncated)"),
+    ("qwen3-14b", 14.8e9, 0.05e9, "Qwen3-14B model card: 'Number of Parameters: 14.8B'"),
+    ("qwen3-32b", 32.8e9, 0.05e9, "Qwen3-32B model card: 'Number of Parameters: 32.8B'"),
+    ("qwen3-30b-a3b", 30.55e9, 0.05e9, "Qwen3-30B-A3B model card: '30.5B in total' (truncated)"),
+    ("mistral-nemo-12b", 12e9, 0.6e9, "Mistral NeMo: '12B' (named by size)"),
+    ("mistral-small-24b", 24e9, 1.2e9, "Mistral-Small-24B-Instruct-2501 model card: '24B' (named by size)"),
+    ("phi-4", 14e9, 0.7e9, "microsoft/phi-4 model card: 'Architecture: 14B parameters' (named by size)"),
 ]
 
 
@@ -87,6 +100,40 @@ PUBLISHED_PARAMS = [
 def test_published_parameter_counts(name, published, half_unit, where):
     """Every built-in against the count its publisher prints, to the digits printed."""
     assert abs(get_config(name).params() - published) <= half_unit, where
+
+
+BUILTIN_FAMILIES = {"llama-3.1-70b": "llama", "llama-3.2-1b": "llama", "llama-3.2-3b": "llama",
+                    "qwen2.5-14b": "qwen2", "qwen2.5-32b": "qwen2", "qwen2.5-72b": "qwen2", "qwen3-8b": "qwen3",
+                    "qwen3-14b": "qwen3", "qwen3-32b": "qwen3", "qwen3-30b-a3b": "qwen3_moe", "gemma-2-9b": "gemma2",
+                    "gemma-2-27b": "gemma2", "mistral-nemo-12b": "mistral", "mistral-small-24b": "mistral",
+                    "phi-4": "phi3"}
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_FAMILIES))
+def test_newer_builtins_match_transformers_meta_model(name):
+    """Each built-in written out as its family's config.json, built by transformers on the meta device."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    c = BUILTINS[name]
+    raw = {"model_type": BUILTIN_FAMILIES[name], "hidden_size": c.hidden, "num_hidden_layers": c.layers,
+           "num_attention_heads": c.heads, "num_key_value_heads": c.kv_heads, "head_dim": c.head_dim,
+           "intermediate_size": c.intermediate, "vocab_size": c.vocab, "max_position_embeddings": c.max_positions,
+           "tie_word_embeddings": c.tied_embeddings}
+    if c.experts > 1:
+        raw.update(num_experts=c.experts, num_experts_per_tok=c.top_k, moe_intermediate_size=c.intermediate)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**raw))
+    assert c.params() == sum(p.numel() for p in model.parameters())
+
+
+def test_gemma_2_counts_match_the_report_less_its_larger_vocabulary():
+    """The Gemma 2 report (arXiv 2408.00118) Table 2 counts a 256128-token table where the config.json has 256000
+    (read in public transcriptions of the table): 9B 917,962,752 embedding + 8,324,201,984 non-embedding =
+    9,242,164,736; 27B 27,227,718,144 in all."""
+    nine, twenty_seven = BUILTINS["gemma-2-9b"], BUILTINS["gemma-2-27b"]
+    assert (256128 * nine.hidden, nine.params() - nine.vocab * nine.hidden) == (917_962_752, 8_324_201_984)
+    for c, total in ((nine, 9_242_164_736), (twenty_seven, 27_227_718_144)):
+        assert c.params() + (256128 - c.vocab) * c.hidden == total, c.name
 
 
 def test_published_active_and_non_embedding_counts():

