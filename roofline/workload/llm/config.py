@@ -200,6 +200,21 @@ def _unsupported(raw: dict[str, Any], name: str, model_type: str) -> None:
                           f"(three matrices) is not known here; supported: {supported}")
 
 
+TEXT_MODEL_TYPES = {"gemma3": "gemma3_text"}
+"""A multimodal model_type whose text_config may leave out its own model_type, and the type its text model is."""
+
+
+def _text_model(raw: dict[str, Any]) -> dict[str, Any]:
+    """A multimodal config's language model (Gemma 3, Mistral Small 3.1, Qwen2.5-VL nest it under text_config): what
+    generates the tokens; the vision tower runs only over images, which a prompt of text tokens has none of."""
+    inner = dict(raw["text_config"])
+    outer_type = str(raw.get("model_type", ""))
+    inner.setdefault("model_type", TEXT_MODEL_TYPES.get(outer_type, outer_type))
+    if "tie_word_embeddings" in raw:
+        inner.setdefault("tie_word_embeddings", raw["tie_word_embeddings"])
+    return inner
+
+
 def from_hf_dict(raw: dict[str, Any], name: str) -> DecoderConfig:
     """A DecoderConfig from the keys of a Hugging Face config.json: Llama-style names (hidden_size,
     num_hidden_layers, ...) or GPT-2's (n_embd, n_layer, n_head, n_inner, n_positions). A model_type listed in
@@ -207,6 +222,8 @@ def from_hf_dict(raw: dict[str, Any], name: str) -> DecoderConfig:
     (read as Llama's gated one); every other config is refused rather than priced as another model."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{name}: expected a JSON object, got {type(raw).__name__}")
+    if "hidden_size" not in raw and isinstance(raw.get("text_config"), dict):
+        return from_hf_dict(_text_model(raw), name)
     model_type = str(raw.get("model_type", ""))
     gpt2 = model_type == "gpt2" or "n_embd" in raw
     for key in ("tie_word_embeddings", "attention_bias", "use_bias"):
