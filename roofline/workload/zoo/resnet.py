@@ -1,12 +1,13 @@
-"""ResNet-18 and ResNet-50 (He et al. 2015) as torchvision builds them: v1.5, i.e. a Bottleneck's stride sits
-on its 3x3 convolution (torchvision/models/resnet.py); BasicBlock for 18, Bottleneck (4x expansion) for 50;
+"""ResNet-18, -50, -101 and -152 (He et al. 2015) as torchvision builds them: v1.5, i.e. a Bottleneck's stride sits
+on its 3x3 convolution (torchvision/models/resnet.py); BasicBlock for 18, Bottleneck (4x expansion) for the rest;
 a 1x1 projection (conv + BatchNorm) on the identity path where stride or width changes."""
 
 from __future__ import annotations
 
 from roofline.workload.zoo._graph import Graph
 
-DEPTHS = {"resnet18": ("basic", (2, 2, 2, 2)), "resnet50": ("bottleneck", (3, 4, 6, 3))}
+DEPTHS = {"resnet18": ("basic", (2, 2, 2, 2)), "resnet50": ("bottleneck", (3, 4, 6, 3)),
+          "resnet101": ("bottleneck", (3, 4, 23, 3)), "resnet152": ("bottleneck", (3, 8, 36, 3))}
 """model -> (block type, blocks per stage)."""
 EXPANSION = {"basic": 1, "bottleneck": 4}
 STAGE_WIDTHS = (64, 128, 256, 512)

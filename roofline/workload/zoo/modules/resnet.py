@@ -1,4 +1,4 @@
-"""ResNet v1.5 as torchvision.models.resnet18/resnet50 builds it, with the same module and parameter names."""
+"""ResNet v1.5 as torchvision.models.resnet18/50/101/152 builds it, with the same module and parameter names."""
 
 from __future__ import annotations
 
