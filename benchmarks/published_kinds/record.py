@@ -28,7 +28,8 @@ HELD_OUT_SETS = ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eight
                  "thirty-second", "thirty-third", "thirty-fourth",
                  "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth",
                  "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third",
-                 "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh")
+                 "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh",
+                 "forty-eighth")
 """The later held-out sets, in the order they were gathered (a block's `held_out_set`), each a part of its own."""
 
 
