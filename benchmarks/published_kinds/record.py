@@ -29,7 +29,8 @@ HELD_OUT_SETS = ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eight
                  "thirty-fifth", "thirty-sixth", "thirty-seventh", "thirty-eighth",
                  "thirty-ninth", "fortieth", "forty-first", "forty-second", "forty-third",
                  "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh",
-                 "forty-eighth", "forty-ninth", "fiftieth", "fifty-first")
+                 "forty-eighth", "forty-ninth", "fiftieth", "fifty-first",
+                 "fifty-second")
 """The later held-out sets, in the order they were gathered (a block's `held_out_set`), each a part of its own."""
 
 
