@@ -105,3 +105,11 @@ def test_console_error_has_no_traceback():
     assert proc.stdout == ""
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_misspelt_language_model_is_suggested(capsys):
+    """The zoo does not know 'qwen3-7b'; the one-line error names the built-in language models and the closest."""
+    line = run_error(capsys, "predict", "--model", "qwen3-7b", "--gpu", "a100")
+    assert "unknown model 'qwen3-7b'" in line
+    assert "language models (served with --prompt-len/--output-len) (did you mean: qwen3-8b" in line
+    assert "qwen3-30b-a3b" in line and "gpt2-medium" not in line.split("language models")[1]

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from roofline.errors import RooflineError
+from roofline.errors import RooflineError, UnknownName, did_you_mean
 from roofline.workload.ops.base import Workload
 
 
@@ -46,9 +46,24 @@ def workload_builder(req: ModelRequest) -> tuple[str, Callable[[int], Workload]]
         return req.model, lambda batch: trace_module_workload(req.model, batch, req.input_shape)
     from roofline.workload.zoo import build_workload, get_model
 
-    spec = get_model(req.model)
+    try:
+        spec = get_model(req.model)
+    except UnknownName as exc:
+        raise UnknownName(f"{exc}{_language_models(req.model)}") from None
     return spec.name, lambda batch: build_workload(req.model, batch, input_size=req.input_size,
                                                    num_classes=req.num_classes, seq_len=req.seq_len)
+
+
+def _language_models(name: str) -> str:
+    """The built-in language models' names for an unknown model's message, the closest first: a misspelt
+    `qwen3-7b` is a language model the zoo's own list would not suggest."""
+    from roofline.workload.llm.builtins import BUILTINS
+    from roofline.workload.zoo import list_models
+
+    zoo = {spec.name for spec in list_models()}
+    served = [model for model in BUILTINS if model not in zoo]
+    return (f"; language models (served with --prompt-len/--output-len){did_you_mean(name, served)}: "
+            f"{', '.join(served)}; or a config.json path")
 
 
 def _instance_builder(module: Any, input_shape: tuple[int, ...] | None,
