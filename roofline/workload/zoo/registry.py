@@ -74,6 +74,11 @@ def _vision(name: str, aliases: tuple[str, ...], description: str, reference: Re
                      num_classes=1000, reference=reference, build=build, module=module)
 
 
+def _resnet(name: str) -> tuple[Callable[[Graph, int | None], None], tuple[str, str, dict[str, Any]]]:
+    """(IR builder, torch module) of one depth of the ResNet family (`resnet.DEPTHS`), for `_vision`."""
+    return (lambda g, n: resnet.build(g, name, n)), ("resnet", "ResNet", {"model": name})
+
+
 def _bert_large(name: str, aliases: tuple[str, ...], description: str, holds: str,
                 build: Callable[[Graph, transformer.Config], None], module_class: str) -> ModelSpec:
     """A model on BERT-large's encoder (bert-large-uncased's config), against the paper's '340M'."""
@@ -97,20 +102,20 @@ MODELS: tuple[ModelSpec, ...] = (
             lambda g, n: mobilenetv3.build(g, "small", n), ("mobilenetv3", "MobileNetV3", {"variant": "small"})),
     _vision("resnet18", ("resnet-18",), "ResNet-18 (torchvision): BasicBlocks [2, 2, 2, 2]",
             _torchvision("resnet18", 11_689_512, 1.81),
-            lambda g, n: resnet.build(g, "resnet18", n), ("resnet", "ResNet", {"model": "resnet18"})),
+            *_resnet("resnet18")),
     _vision("resnet50", ("resnet-50", "resnet50-v1.5"), "ResNet-50 v1.5 (torchvision): Bottlenecks [3, 4, 6, 3]",
             _torchvision("resnet50", 25_557_032, 4.09),
-            lambda g, n: resnet.build(g, "resnet50", n), ("resnet", "ResNet", {"model": "resnet50"})),
+            *_resnet("resnet50")),
     _vision("resnet101", ("resnet-101",), "ResNet-101 v1.5 (torchvision): Bottlenecks [3, 4, 23, 3]",
             Reference(params=44.5e6, params_step=0.1e6, macs=7.801e9, macs_step=0.001e9,
                       source="https://huggingface.co/lucid-dl/resnet-101",
                       note="torchvision's ResNet101_Weights.IMAGENET1K_V1 figures as a port's model card prints them "
                            "(44.5M parameters, 7.801 GFLOPs, multiply-adds in fact); torchvision's own page was "
                            "not readable here"),
-            lambda g, n: resnet.build(g, "resnet101", n), ("resnet", "ResNet", {"model": "resnet101"})),
+            *_resnet("resnet101")),
     _vision("resnet152", ("resnet-152",), "ResNet-152 v1.5 (torchvision): Bottlenecks [3, 8, 36, 3]",
             _torchvision("resnet152", 60_192_808, 11.51),
-            lambda g, n: resnet.build(g, "resnet152", n), ("resnet", "ResNet", {"model": "resnet152"})),
+            *_resnet("resnet152")),
     _vision("vgg16", ("vgg-16",), "VGG-16 without BatchNorm (torchvision): 13 3x3 convolutions, 3 Linear",
             _torchvision("vgg16", 138_357_544, 15.47), vgg.build, ("vgg", "VGG16", {})),
     _vision("alexnet", (), "AlexNet (torchvision's one-tower variant): 5 convolutions, 3 Linear",
