@@ -6,6 +6,9 @@
 Each measured step is predicted with the settings it ran under (data already on the device, SGD with
 momentum, channels-last under AMP for CNNs, the sequence length it used) on the shipped datasheet profile,
 and the table gives error = predicted / measured - 1 per row, and the median and worst |error| per group.
+Memory: `torch.cuda.max_memory_allocated()` over the timed steps and their warm-up (cudnn.benchmark's
+algorithm trials included) beside the predicted footprint less the CUDA context, which the allocator does not
+count (cuBLAS's workspace it does).
 The rows are this project's own measurements, not the published record; they are reported apart from it.
 """
 
@@ -23,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from roofline.hardware.load import find_profile  # noqa: E402
 from roofline.hardware.runtime import EAGER_CUDA  # noqa: E402
+from roofline.model.memory import CUDA_CONTEXT_BYTES  # noqa: E402
 from roofline.model.step import StepOptions, predict_step  # noqa: E402
 from roofline.workload.precision import get_precision  # noqa: E402
 from roofline.workload.zoo import build_workload  # noqa: E402
@@ -44,7 +48,7 @@ def predict_row(row: dict[str, Any], gpu: str, runtime: str | None = EAGER_CUDA)
     pred = predict_step(workload, profile, precision, opts)
     step_s = pred.step_time_s - (pred.optimizer_s if no_update else 0.0)
     return {"predicted_s": step_s, "host_s": pred.host_s, "device_s": pred.device_s,
-            "predicted_memory_bytes": pred.memory.total,
+            "predicted_memory_bytes": pred.memory.total - CUDA_CONTEXT_BYTES,
             "error_pct": (step_s / row["step_s"] - 1) * 100}
 
 
@@ -69,7 +73,7 @@ def render(rows: list[dict[str, Any]], env: dict[str, Any], gpu: str) -> str:
              "SGD with momentum unless the row says 'no update'; fp16 is the model itself in 16-bit, amp is "
              "autocast). error = predicted / measured - 1.", "",
              "| model | mode | precision | batch | settings | data | measured | predicted | error | alloc GiB | "
-             "predicted GiB |", "|---|---|---|---:|---|---|---:|---:|---:|---:|---:|"]
+             "predicted GiB (no context) |", "|---|---|---|---:|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['model']} | {r['mode']} | {r['precision']} | {r['batch']} | {settings(r)} | {r['data']} | "
                      f"{r['step_s'] * 1e3:.2f} ms | {r['predicted_s'] * 1e3:.2f} ms | {r['error_pct']:+.1f}% | "
@@ -83,7 +87,24 @@ def render(rows: list[dict[str, Any]], env: dict[str, Any], gpu: str) -> str:
         s = summary(members)
         lines.append(f"| {name} | {s['rows']} | {s['median_abs_pct']:.1f}% | {s['worst_abs_pct']:.1f}% | "
                      f"{s['median_signed_pct']:+.1f}% |")
+    lines += ["", "Memory, predicted / allocated:", "", "| group | rows | median | lowest | highest |",
+              "|---|---:|---:|---:|---:|"]
+    for name, members in memory_groups(rows).items():
+        ratios = [r["predicted_memory_bytes"] / r["peak_allocated_bytes"] for r in members]
+        lines.append(f"| {name} | {len(ratios)} | {statistics.median(ratios):.2f} | {min(ratios):.2f} | "
+                     f"{max(ratios):.2f} |")
     return "\n".join(lines) + "\n"
+
+
+def memory_groups(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Rows by mode and by whether autocast ran them: fp32 convolutions' cuDNN algorithm trials show in the
+    allocated peak, and autocast's fp32 weights with their 16-bit copies in an inference one."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if "peak_allocated_bytes" in r:
+            kind = "amp" if r["precision"] == "amp" else "other precisions"
+            groups.setdefault(f"{r['mode']}, {kind}", []).append(r)
+    return groups
 
 
 def main() -> int:

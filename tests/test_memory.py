@@ -102,3 +102,46 @@ def test_max_batch_monotone_in_capacity_and_exact_on_the_mlp():
     # by hand: 16 x 407050 = 6.51 MB fixed; per sample (784 + 512 + 1024) x 4 + 784 x 4 = 12416 B;
     # (1e8 - 6512800) / 12416 = 7529.6 -> 7529
     assert max_batch_that_fits(footprint, 1e8) == (1e8 - 16 * PARAMS) // ((784 + 512 + 1024) * 4 + 784 * 4) == 7529
+
+
+def test_inference_under_autocast_keeps_fp32_weights_and_16_bit_copies():
+    # torch.autocast leaves the module in fp32 and caches a 16-bit cast of each parameter it casts until the
+    # region exits: both Linear layers' weights and biases are on its 16-bit list
+    b = 100
+    m = memory_breakdown(mlp(b), get_precision("amp"), train=False, autocast_params=PARAMS)
+    assert m.weights == PARAMS * 4
+    assert m.amp_weight_copies == PARAMS * 2
+    assert m.activations == 2 * b * 512 * 2
+
+
+def test_autocast_copies_only_the_parameters_it_casts():
+    half_of_them = memory_breakdown(mlp(8), get_precision("amp"), train=True, autocast_params=PARAMS / 2)
+    assert half_of_them.amp_weight_copies == PARAMS / 2 * 2
+    assert half_of_them.weights == PARAMS * 4
+
+
+def test_torch_autocast_holds_a_cast_of_each_parameter_under_no_grad():
+    """The premise, checked in the installed torch: a forward under torch.no_grad() and autocast (CPU, bf16)
+    leaves one live 16-bit copy per parameter until the autocast region exits."""
+    torch = pytest.importorskip("torch")
+    from torch.multiprocessing.reductions import StorageWeakRef
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    casts: list[tuple[StorageWeakRef, int]] = []
+
+    class RecordCasts(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func is torch.ops.aten._to_copy.default:
+                casts.append((StorageWeakRef(out.untyped_storage()), out.untyped_storage().nbytes()))
+            return out
+
+    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    x = torch.randn(100, 784)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        with RecordCasts():
+            model(x)
+            model(x)
+        held = sum(n for ref, n in casts if not ref.expired())
+    assert held == PARAMS * 2
+    assert all(ref.expired() for ref, _ in casts)

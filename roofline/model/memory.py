@@ -85,21 +85,35 @@ def saved_activation_elements(workload: Workload) -> Num:
 
 
 def memory_breakdown(workload: Workload, precision: Precision, train: bool, optimizer: str = "sgd",
-                     reserve_bytes: float = 0.0) -> MemoryBreakdown:
+                     reserve_bytes: float = 0.0, autocast_params: float | None = None) -> MemoryBreakdown:
     """Footprint of one step. Training keeps every tensor an op saved for backward; inference only needs
-    the largest pair of tensors alive at once (an op's input and output)."""
+    the largest pair of tensors alive at once (an op's input and output).
+
+    `autocast_params`: the step runs under torch.autocast, which leaves the module's parameters in fp32 and
+    casts those of the ops on its 16-bit list (this many parameters) once per autocast region, keeping each
+    16-bit copy until the region exits (ATen's autocast cast cache holds the cast of every leaf tensor that
+    requires grad, as an nn.Module's parameters do under torch.no_grad() too): in inference as in training,
+    an fp32 weight and a 16-bit copy of it."""
     params = float(workload.params())
     act = precision.storage_bytes
+    if autocast_params is not None:
+        copies = autocast_params * act
+    elif precision.master_weight_bytes > act:
+        copies = params * act
+    else:
+        copies = 0.0
     if train:
         weights = params * precision.master_weight_bytes
-        amp_copies = params * precision.storage_bytes if precision.master_weight_bytes > act else 0.0
+        amp_copies = copies
         grads = params * precision.master_weight_bytes
         state = params * 4 * OPTIMIZER_STATE_PER_PARAM[optimizer]
         saved = float(saved_activation_elements(workload)) * act
         largest_output = max((float(op.output_elements()) for op in workload.ops if not op.is_free), default=0.0)
         activations = saved + 2 * largest_output * act
     else:
-        weights, amp_copies, grads, state = params * act, 0.0, 0.0, 0.0
+        grads, state = 0.0, 0.0
+        weights, amp_copies = (params * precision.master_weight_bytes, copies) if autocast_params is not None \
+            else (params * act, 0.0)
         outputs = [float(op.output_elements()) for op in workload.ops if not op.is_free]
         pairs = [a + b for a, b in itertools.pairwise(outputs)] or outputs or [0.0]
         activations = max(pairs) * act

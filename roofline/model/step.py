@@ -293,7 +293,9 @@ def step_memory(workload: Workload, is_gpu: bool, precision: Precision, options:
 def _memory(run: Workload, is_gpu: bool, precision: Precision, options: StepOptions) -> MemoryBreakdown:
     """`step_memory` of a workload already `as_run`."""
     reserve = options.reserve_bytes if options.reserve_bytes is not None else default_reserve_bytes(is_gpu)
-    return memory_breakdown(run, precision, options.train, options.optimizer, reserve)
+    under_autocast = is_gpu and options.autocast and precision.master_weight_bytes > precision.storage_bytes
+    cast_params = cast_weights(run.ops)[0] if under_autocast else None
+    return memory_breakdown(run, precision, options.train, options.optimizer, reserve, cast_params)
 
 
 def predict_step(workload: Workload, profile: Profile, precision: Precision,
