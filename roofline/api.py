@@ -619,13 +619,14 @@ def _kept_heap_runs(req: ModelRequest, argv: list[str], runs: list[dict[str, Any
 
 
 def _serving_precision(profile: Profile, precision: str | None, kv_precision: str | None, group_size: int,
-                       experts: str | None = None, quant_kernel: str = "fused", accumulate: str = "fp32") -> Any:
+                       experts: str | None = None, quant_kernel: str = "fused", accumulate: str = "fp32",
+                       head_weights: str | None = None, engine: str = "none") -> Any:
     """The requested weight precision (default: bf16 where the device has it, else fp16, else fp32; fp16 when
     the products accumulate in fp16)."""
     from roofline.model.llm_precision import activation_for, default_precision, serving_precision
 
     return serving_precision(precision or default_precision(profile, accumulate), kv_precision, group_size,
-                             activation_for(profile), experts, quant_kernel, accumulate)
+                             activation_for(profile), experts, quant_kernel, accumulate, head_weights, engine)
 
 
 def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None, cpu: str | None = None,
@@ -635,7 +636,8 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
                     nodes: int = 1, allreduce: str = "auto", lm_head: str = "split",
                     static_cache: int | None = None, decode_attention: str = "grouped",
                     expert_precision: str | None = None, transformers: str | None = None,
-                    quant_kernel: str = "fused", accumulate: str = "fp32", engine: str = "none") -> dict[str, Any]:
+                    quant_kernel: str = "fused", accumulate: str = "fp32", engine: str = "none",
+                    head_weights: str | None = None) -> dict[str, Any]:
     """A language model served on a device: time to first token, time per output token, tokens/s, memory and
     both phases per op (the `predict --model LLM --prompt-len P --output-len O` document). `gpus` > 1 splits
     the model over that many GPUs of a node (tensor parallelism), the lm_head split by vocabulary or
@@ -648,7 +650,9 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
     'matmulnbits'); `accumulate` what
     the products' fp16 multiplies accumulate in ('fp32', or 'fp16' as llama.cpp's cuBLAS path, ExLlama and
     TinyChat run them); `engine` the serving engine's host loop around each forward
-    (`roofline.model.serving_engine`: 'none', or vLLM's V0 engine 'vllm-v0')."""
+    (`roofline.model.serving_engine`: 'none', or vLLM's V0 engine 'vllm-v0'); `head_weights` how a quantised
+    model stores its lm_head ('16-bit' or 'quantized'; None: as the toolchain behind `quant_kernel` and
+    `engine` leaves it, `llm_precision.HEAD_WEIGHTS`)."""
     from roofline.advise.track_record import serving_quotes
     from roofline.model.llm_step import predict_serving as predict_request
     from roofline.model.llm_step import require_fit, tensor_parallel_group
@@ -662,7 +666,7 @@ def predict_serving(model: str, *, hw: str | None = None, gpu: str | None = None
     release = transformers_release(transformers, cfg)
     profile = select_profile(hw, gpu, cpu)
     prec = _serving_precision(profile, precision, kv_precision, group_size, expert_precision, quant_kernel,
-                              accumulate)
+                              accumulate, head_weights, engine)
     tp = tensor_parallel_group(profile, gpus, node, nodes, allreduce, lm_head)
     preds = [predict_request(cfg, profile, prec, b, prompt_len, output_len, runtime, tp, static_cache,
                              decode_attention, release, engine) for b in _batches(batch)]
@@ -694,12 +698,13 @@ def advise_serving(model: str, *, hw: str | None = None, gpu: str | None = None,
                    plot: str | Path | None = None, force: bool = False, gpus: int = 1,
                    node: str | None = None, allreduce: str = "auto", lm_head: str = "split",
                    transformers: str | None = None, quant_kernel: str = "fused",
-                   accumulate: str = "fp32", engine: str = "none") -> dict[str, Any]:
+                   accumulate: str = "fp32", engine: str = "none", head_weights: str | None = None) -> dict[str, Any]:
     """Concurrent sequences, weight precision and KV precision for the most tokens/s within the latency
     targets and memory, with reasons in numbers (the `advise --serve` document); on `gpus` tensor-parallel
     GPUs of a node when more than one; `transformers` the release whose eager generate runs (None: current);
     `quant_kernel` the kernel of the int8/int4 candidates' products and `accumulate` what their fp16 multiplies
-    accumulate in, and `engine` the serving engine's loop (`predict_serving`)."""
+    accumulate in, `engine` the serving engine's loop and `head_weights` how the quantised candidates store
+    their lm_head (`predict_serving`)."""
     from roofline.advise.serving import advise_serving as advise_request
     from roofline.model.llm_step import tensor_parallel_group
     from roofline.report.serving_doc import advice_dict
@@ -720,7 +725,7 @@ def advise_serving(model: str, *, hw: str | None = None, gpu: str | None = None,
         target = plot_path(str(plot), cfg.name, profile.name, force)
     advice = advise_request(cfg, profile, prompt_len, output_len, runtime, precision or "auto", kv_precision,
                             group_size, tpot_ms / 1e3 if tpot_ms else None, ttft_ms / 1e3 if ttft_ms else None, tp,
-                            release, quant_kernel, accumulate, engine)
+                            release, quant_kernel, accumulate, engine, head_weights)
     out = advice_dict(advice)
     if target is not None:
         from roofline.report.serving_plot import write_serving_plots

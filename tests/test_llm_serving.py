@@ -36,11 +36,43 @@ def test_predict_json_has_the_design_keys(capsys, gpu):
 
 def test_int4_weight_bytes_closed_form():
     cfg = get_config("llama-2-7b")
-    # linear weights: 6738415616 params - 2 x 32000 x 4096 embedding/lm_head... lm_head is a linear layer:
-    # linear = 32 x (4 x 4096^2 + 3 x 4096 x 11008) + 32000 x 4096 = 6607077376; the rest (token table and
-    # 65 RMSNorm weights) = 131338240 at 2 bytes; int4 g128: 0.5 + 4 / 128 bytes per linear weight
-    expected = 6607077376 * (0.5 + 4 / 128) + 131338240 * 2
-    assert weight_bytes(cfg, serving_precision("int4", group_size=128)) == pytest.approx(expected)
+    # the decoder layers' linear weights 32 x (4 x 4096^2 + 3 x 4096 x 11008) = 6476005376, the lm_head
+    # 32000 x 4096 = 131072000, the token table and 65 RMSNorm weights 131338240 at 2 bytes; int4 g128 stores
+    # 0.5 + 4 / 128 bytes per linear weight
+    layers, head, rest = 6476005376, 131072000, 131338240
+    int4 = 0.5 + 4 / 128
+    # vLLM's GPTQ/AWQ checkpoints, llm-compressor and ModelOpt leave the lm_head 16-bit (the fused kernel's default)
+    assert weight_bytes(cfg, serving_precision("int4", group_size=128)) == pytest.approx(
+        layers * int4 + head * 2 + rest * 2)
+    # gpt-fast's and torchao's quantisers replace it with the rest
+    for quantised in (serving_precision("int4", group_size=128, quant_kernel="tinygemm"),
+                      serving_precision("int4", group_size=128, head_weights="quantized")):
+        assert weight_bytes(cfg, quantised) == pytest.approx((layers + head) * int4 + rest * 2)
+
+
+def test_a_16_bit_lm_head_streams_its_16_bit_bytes_every_token():
+    """Llama-3-8B's lm_head is 128256 x 4096 = 525336576 weights (its config.json): a decode step reads them at
+    2 bytes where the toolchain leaves it 16-bit and at int4's 0.53125 where it quantises it, and under fp8 the
+    16-bit head multiplies on the 16-bit units."""
+    cfg, hw = get_config("llama-3-8b"), find_profile("a100")
+    head = 128256 * 4096
+    kept = predict_serving(cfg, hw, serving_precision("int4"), 1, 16, 2, "graph")
+    quantised = predict_serving(cfg, hw, serving_precision("int4", head_weights="quantized"), 1, 16, 2, "graph")
+    assert kept.decode.bytes - quantised.decode.bytes == pytest.approx(head * (2 - 0.53125), rel=1e-9)
+    assert kept.tpot_s > quantised.tpot_s
+    fp8 = serving_precision("fp8", activation="bf16")
+    assert (fp8.head_weights, fp8.head.name, fp8.head.linear_weight_bytes) == ("16-bit", "bf16", 2)
+    assert serving_precision("int8", quant_kernel="mmq").head_weights == "quantized"
+    assert serving_precision("int4", engine="llama.cpp").head_weights == "quantized"
+
+
+def test_head_weights_flag(capsys):
+    args = ("predict", "--model", "llama-3-8b", "--gpu", "a100", "--precision", "int4", "--runtime", "graph")
+    kept = run_json(capsys, *args)
+    quantised = run_json(capsys, *args, "--head-weights", "quantized")
+    assert kept["memory"]["weights"] - quantised["memory"]["weights"] == pytest.approx(128256 * 4096 * (2 - 0.53125))
+    assert "--head-weights applies to serving" in run_error(capsys, "predict", "--model", "resnet50", "--gpu", "a100",
+                                                            "--head-weights", "16-bit")
 
 
 def test_decode_at_batch_one_is_weight_bandwidth_bound_on_a_gpu():

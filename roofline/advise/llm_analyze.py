@@ -9,6 +9,7 @@ from typing import Any
 from roofline.model.llm_precision import ServingPrecision
 from roofline.workload.llm.config import DecoderConfig
 from roofline.workload.llm.phases import Phase, decode, prefill
+from roofline.workload.ops.serving import LogitsHead
 
 
 def phase_totals(phase: Phase, prec: ServingPrecision) -> dict[str, Any]:
@@ -16,7 +17,8 @@ def phase_totals(phase: Phase, prec: ServingPrecision) -> dict[str, Any]:
     flops = sum(s.op.flops("forward") * s.repeat for s in phase.steps)
     byte_total = 0
     for s in phase.steps:
-        weight = prec.linear_weight_bytes if s.op.kind == "gemm" and s.op.params() else prec.other_weight_bytes
+        stored = prec.head if isinstance(s.op, LogitsHead) else prec
+        weight = stored.linear_weight_bytes if s.op.kind == "gemm" and s.op.params() else prec.other_weight_bytes
         byte_total += s.op.traffic("forward").bytes(act, weight) * s.repeat
     return {"flops": flops, "bytes": byte_total}
 

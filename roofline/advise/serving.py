@@ -43,7 +43,8 @@ class ServingAdvice:
 
 
 def candidate_precisions(profile, requested: str, kv: str | None, group_size: int,
-                         quant_kernel: str = "fused", accumulate: str = "fp32") -> list[ServingPrecision]:
+                         quant_kernel: str = "fused", accumulate: str = "fp32", head_weights: str | None = None,
+                         engine: str = "none") -> list[ServingPrecision]:
     """16-bit weights (bf16 where the device has it), fp8 where it has fp8 units, weight-only int8 and int4 (their
     products run by `quant_kernel`); each with a 16-bit KV cache, and an fp8 one where the device has fp8. Products
     accumulating in fp16 (`accumulate`) multiply fp16 operands: fp16 weights, or int8/int4 with fp16 activations."""
@@ -62,7 +63,8 @@ def candidate_precisions(profile, requested: str, kv: str | None, group_size: in
             return quant_kernel
         return quant_kernel if name in ("int8", "int4") and kernel_runs(quant_kernel, name) else "fused"
 
-    return [serving_precision(n, k, group_size, activation, quant_kernel=kernel(n), accumulate=accumulate)
+    return [serving_precision(n, k, group_size, activation, quant_kernel=kernel(n), accumulate=accumulate,
+                              head_weights=head_weights, engine=engine)
             for n in names for k in kvs]
 
 
@@ -94,12 +96,14 @@ def advise_serving(cfg: DecoderConfig, profile, prompt: int, output: int, runtim
                    precision: str = "auto", kv: str | None = None, group_size: int = 128,
                    tpot_s: float | None = None, ttft_s: float | None = None,
                    tp: TensorParallel | None = None, release: TransformersRelease = CURRENT,
-                   quant_kernel: str = "fused", accumulate: str = "fp32", engine: str = "none") -> ServingAdvice:
+                   quant_kernel: str = "fused", accumulate: str = "fp32", engine: str = "none",
+                   head_weights: str | None = None) -> ServingAdvice:
     capacity = profile.memory.capacity_bytes.value
     is_gpu = profile.kind == "gpu"
     sweep: list[tuple[ServingPrediction, bool]] = []
     limits: dict[str, int] = {}
-    for prec in candidate_precisions(profile, precision, kv, group_size, quant_kernel, accumulate):
+    for prec in candidate_precisions(profile, precision, kv, group_size, quant_kernel, accumulate, head_weights,
+                                     engine):
         limit = max_batch(cfg, prec, prompt, output, capacity, is_gpu, tp, release)
         limits[f"{prec.name}/{prec.kv_name}"] = limit
         for b in _batches(limit):
@@ -230,7 +234,7 @@ def _fp16_accumulate_reason(cfg: DecoderConfig, profile, p: ServingPrediction, r
         return None
     name = "fp16" if prec.name == "bf16" else prec.name
     faster = serving_precision(name, prec.kv_name, prec.group_size, "fp16", quant_kernel=prec.quant_kernel,
-                               accumulate="fp16")
+                               accumulate="fp16", head_weights=prec.head_weights)
     q = predict_serving(cfg, profile, faster, p.batch, p.prompt_len, p.output_len, runtime, tp, release=release,
                         engine=p.engine.name)
     if q.ttft_s > 0.95 * p.ttft_s:

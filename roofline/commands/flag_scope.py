@@ -20,8 +20,8 @@ STEP_ONLY = ("train", "optimizer", "pinned", "data", "sync", "channels_last", "r
              "attention", "gelu_new", "input_size", "input_shape", "num_classes", "seq_len", "in_model", "html")
 """Read when a model's step is priced: the training loop, the input's placement, the layout and arithmetic."""
 SERVING_ONLY = ("prompt_len", "output_len", "kv_precision", "group_size", "lm_head", "static_cache",
-                "decode_attention", "expert_precision", "transformers", "quant_kernel", "accumulate", "runtime",
-                "engine", "serve", "tpot_ms", "ttft_ms")
+                "decode_attention", "expert_precision", "transformers", "quant_kernel", "head_weights", "accumulate",
+                "runtime", "engine", "serve", "tpot_ms", "ttft_ms")
 """Read when a decoder language model is served."""
 DATA_PARALLEL_ONLY = ("bucket_cap_mb", "grad_accum", "grad_comm", "library", "shard", "min_efficiency")
 """Read when a step is priced on several GPUs (--gpus with --train)."""

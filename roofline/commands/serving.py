@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from roofline.commands.common import print_json
-from roofline.model.llm_precision import QUANT_KERNELS
+from roofline.model.llm_precision import HEAD_WEIGHTS, QUANT_KERNELS
 from roofline.model.serving_engine import ENGINE_LOOPS
 
 
@@ -46,6 +46,11 @@ def add_serving_args(p: argparse.ArgumentParser, advise: bool = False) -> None:
                         "dequant (a 16-bit copy of the weights first, then cuBLAS: llama.cpp's prompt path on "
                         "Volta, and on every tensor-core GPU before mid-2024), matmulnbits (ONNX Runtime's "
                         "MatMulNBits: a matrix-vector kernel at one row, a 16-bit copy then cuBLAS from two rows)")
+    g.add_argument("--head-weights", choices=list(HEAD_WEIGHTS),
+                   help="how a model with quantised linear layers (int8, int4, fp8) stores its lm_head: 16-bit "
+                        "(vLLM's GPTQ/AWQ checkpoints, llm-compressor, TensorRT-LLM's ModelOpt, AutoAWQ, AutoGPTQ) "
+                        "or quantized like the rest (gpt-fast, torchao, llama.cpp's GGUF files); default: as the "
+                        "toolchain behind --quant-kernel and --engine leaves it")
     g.add_argument("--accumulate", default="fp32", choices=["fp32", "fp16"],
                    help="what the products' fp16 multiplies accumulate in: fp32 (PyTorch, vLLM, TensorRT-LLM; "
                         "default) or fp16 (llama.cpp's cuBLAS path, ExLlama, TinyChat), up to twice as fast on a "
@@ -98,7 +103,7 @@ def run_predict(args: argparse.Namespace) -> int:
                               lm_head=args.lm_head, static_cache=args.static_cache,
                               decode_attention=args.decode_attention, expert_precision=args.expert_precision,
                               transformers=args.transformers, quant_kernel=args.quant_kernel,
-                              accumulate=args.accumulate, engine=args.engine)
+                              accumulate=args.accumulate, engine=args.engine, head_weights=args.head_weights)
     if args.json:
         print_json(out)
         return 0
@@ -117,7 +122,8 @@ def run_advise(args: argparse.Namespace) -> int:
                              group_size=args.group_size, runtime=args.runtime or "eager", tpot_ms=args.tpot_ms,
                              ttft_ms=args.ttft_ms, plot=args.plot, force=args.force, gpus=_gpus(args),
                              node=args.node, lm_head=args.lm_head, transformers=args.transformers,
-                             quant_kernel=args.quant_kernel, accumulate=args.accumulate, engine=args.engine)
+                             quant_kernel=args.quant_kernel, accumulate=args.accumulate, engine=args.engine,
+                             head_weights=args.head_weights)
     if args.json:
         print_json(out)
         return 0

@@ -8,7 +8,7 @@ tensor cores. The KV cache is stored at 16 bits or fp8 independently of the weig
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from roofline.errors import RooflineError, UnknownName, did_you_mean
 from roofline.hardware.schema import Profile
@@ -61,6 +61,38 @@ QUANT_KERNELS = ("fused", "tinygemm", "inductor", "convert", "mmq", "mmq-dp4a", 
   describes them."""
 
 
+HEAD_WEIGHTS = ("16-bit", "quantized")
+"""How a model with quantised linear layers stores its lm_head (`--head-weights`): in the 16-bit activation type, or
+like the other linear layers. Most quantisation toolchains leave it 16-bit: vLLM's GPTQ and AWQ (Marlin) configs
+read `lm_head` from the checkpoint's quantization config with `default=False`
+(vllm/model_executor/layers/quantization/gptq_marlin.py and awq_marlin.py, `from_config`); llm-compressor's W4A16,
+W8A16 and FP8 recipes, Neural Magic's and Red Hat's checkpoints among them, pass `ignore=["lm_head"]`; NVIDIA
+ModelOpt, which quantises TensorRT-LLM checkpoints, disables `*lm_head*` in its default configs; AutoGPTQ and
+AutoAWQ quantise the decoder layers' linear layers only; SGLang's torchao path quantises modules named `*proj*`
+only (sglang/srt/layers/torchao_utils.py, `proj_filter`). gpt-fast's and torchao's own quantisers replace every
+nn.Linear, the output layer included (gpt-fast quantize.py, `replace_linear_weight_only_int8_per_channel`,
+`replace_linear_int4`), and llama.cpp's quantize stores `output.weight` quantised too (Q6_K for a 4- or 5-bit file,
+Q8_0 for a Q8_0 one: src/llama-quant.cpp, `llama_tensor_get_type`), priced here at the file's own type. At a
+vocabulary of 128256 the difference is large: Llama-3-8B's lm_head is 525M weights, 1.05 GB at 16 bits beside
+3.7 GB of int4 decoder weights."""
+
+HEAD_QUANTISED_KERNELS = ("tinygemm", "inductor", "convert", "matmulnbits", "mmq", "mmq-dp4a")
+"""Quantised-product kernels whose toolchains quantise the lm_head with the rest (`HEAD_WEIGHTS`): gpt-fast's and
+torchao's (tinygemm, inductor, convert), llama.cpp's (mmq, mmq-dp4a), ONNX Runtime GenAI's builder (matmulnbits,
+whose lm_head is kept here as it was priced before, not read in its code)."""
+
+
+def default_head_weights(precision: str, quant_kernel: str = "fused", engine: str = "none") -> str:
+    """`HEAD_WEIGHTS` as the toolchain behind `quant_kernel` and `engine` leaves it: quantised for gpt-fast's,
+    torchao's, ONNX Runtime's and llama.cpp's kernels and under `--engine llama.cpp`; 16-bit for fp8 and for
+    the fused and dequantise-first kernels (vLLM, TensorRT-LLM, AutoAWQ, AutoGPTQ, ExLlama, transformers)."""
+    if precision == "fp8":
+        return "16-bit"
+    if quant_kernel in HEAD_QUANTISED_KERNELS or engine == "llama.cpp":
+        return "quantized"
+    return "16-bit"
+
+
 KERNEL_PRECISION = {"tinygemm": "int4", "inductor": "int8", "convert": "int8"}
 """Quantised-product kernels that take weights of one precision only."""
 
@@ -96,6 +128,8 @@ class ServingPrecision:
     weight-only), so an "fp8" Mixtral engine of that release runs its experts in 16 bits."""
     quant_kernel: str = "fused"
     """Which kernel runs a weight-only product of more than a few rows (`QUANT_KERNELS`)."""
+    head_weights: str = "quantized"
+    """How the lm_head is stored where the linear layers are quantised (`HEAD_WEIGHTS`)."""
     accumulate: str = "fp32"
     """What the products' fp16 multiplies accumulate in (`ceilings.ACCUMULATIONS`): fp32, as PyTorch, vLLM and
     TensorRT-LLM run them, or fp16, as llama.cpp's cuBLAS path (CUBLAS_COMPUTE_16F), ExLlama (`cublasHgemm`) and
@@ -131,6 +165,20 @@ class ServingPrecision:
         return float(self.compute.storage_bytes)
 
     @property
+    def quantised(self) -> bool:
+        """Linear layers stored narrower than the activations: fp8, or weight-only int8/int4."""
+        return self.name == "fp8" or self.weight_only
+
+    @property
+    def head(self) -> ServingPrecision:
+        """What the lm_head is stored and multiplied in (`HEAD_WEIGHTS`): this precision, or under a 16-bit head
+        the activations' 16-bit type, run as a plain 16-bit product."""
+        if not self.quantised or self.head_weights == "quantized":
+            return self
+        return replace(self, name=self.attention.name, compute=self.attention, weight_bits=16,
+                       quant_kernel="fused", head_weights="quantized")
+
+    @property
     def kv_bytes(self) -> float:
         return float(KV_BYTES[self.kv_name])
 
@@ -163,12 +211,15 @@ def default_precision(profile: Profile, accumulate: str = "fp32") -> str:
 
 def serving_precision(name: str, kv: str | None = None, group_size: int = DEFAULT_GROUP_SIZE,
                       activation: str = "bf16", experts: str | None = None,
-                      quant_kernel: str = "fused", accumulate: str = "fp32") -> ServingPrecision:
+                      quant_kernel: str = "fused", accumulate: str = "fp32", head_weights: str | None = None,
+                      engine: str = "none") -> ServingPrecision:
     """`--precision` (bf16, fp16, fp8, int8, int4, fp32), `--kv-precision` (fp16, bf16, fp8),
     `--expert-precision` (bf16, fp16: a mixture of experts' weights and products, `ServingPrecision.experts`),
     `--quant-kernel` (`QUANT_KERNELS`) and `--accumulate` (`ServingPrecision.accumulate`) as served. Weight-only
     int8/int4 compute in `activation` (bf16 unless the device lacks it; fp16 when the products accumulate in
-    fp16, which only fp16 multiplies do), and fp8's attention runs in it (`ServingPrecision.attention`)."""
+    fp16, which only fp16 multiplies do), and fp8's attention runs in it (`ServingPrecision.attention`).
+    `--head-weights` (`HEAD_WEIGHTS`; None: as the toolchain behind `quant_kernel` and `engine` leaves it,
+    `default_head_weights`)."""
     key = name.strip().lower()
     if key not in SERVING_PRECISIONS:
         raise UnknownName(f"unknown serving precision '{name}'{did_you_mean(key, list(SERVING_PRECISIONS))}; "
@@ -202,5 +253,9 @@ def serving_precision(name: str, kv: str | None = None, group_size: int = DEFAUL
         if e_key not in EXPERT_PRECISIONS:
             raise UnknownName(f"unknown expert precision '{experts}'; choose one of {', '.join(EXPERT_PRECISIONS)}")
         expert = get_precision(e_key)
-    return ServingPrecision(key, compute, bits, group_size, kv_key, attention, expert, quant_kernel, accumulate)
+    head = head_weights if head_weights is not None else default_head_weights(key, quant_kernel, engine)
+    if head not in HEAD_WEIGHTS:
+        raise UnknownName(f"unknown --head-weights '{head_weights}'; choose {' or '.join(HEAD_WEIGHTS)}")
+    return ServingPrecision(key, compute, bits, group_size, kv_key, attention, expert, quant_kernel, head,
+                            accumulate)
 

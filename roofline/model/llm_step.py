@@ -185,20 +185,23 @@ class ServingPrediction:
 
 
 def weight_bytes(cfg: DecoderConfig, prec: ServingPrecision, layout: Layout = ONE_GPU) -> float:
-    """Linear layers at the stored size with scales; embeddings and norms at 16 bits (or fp32). Over
-    tensor-parallel GPUs, one GPU's: its share of the linear layers, the rest replicated."""
-    linear, experts = _linear_params(cfg, layout)
-    dense, all_experts = _linear_params(cfg)
-    return (linear * prec.linear_weight_bytes + experts * prec.expert_weight_bytes
-            + (cfg.params() - dense - all_experts) * prec.other_weight_bytes)
+    """Linear layers at the stored size with scales, the lm_head as the toolchain stores it
+    (`ServingPrecision.head`); embeddings and norms at 16 bits (or fp32). Over tensor-parallel GPUs, one GPU's:
+    its share of the linear layers, the rest replicated."""
+    linear, head, experts = _linear_params(cfg, layout)
+    dense, all_head, all_experts = _linear_params(cfg)
+    return (linear * prec.linear_weight_bytes + head * prec.head.linear_weight_bytes
+            + experts * prec.expert_weight_bytes
+            + (cfg.params() - dense - all_head - all_experts) * prec.other_weight_bytes)
 
 
-def _linear_params(cfg: DecoderConfig, layout: Layout = ONE_GPU) -> tuple[int, int]:
-    """Parameters of one GPU's linear layers: (the others, the experts')."""
+def _linear_params(cfg: DecoderConfig, layout: Layout = ONE_GPU) -> tuple[int, int, int]:
+    """Parameters of one GPU's linear layers: (the decoder layers' dense ones, the untied lm_head, the experts')."""
     ops = decode(cfg, 1, 1, layout=Layout(layout.tp, layout.split_lm_head)).steps
     linear = [s for s in ops if isinstance(s.op, Linear) and not getattr(s.op, "tied", False)]
     experts = int(sum(s.op.params() * s.repeat for s in linear if isinstance(s.op, ExpertLinear)))
-    return int(sum(s.op.params() * s.repeat for s in linear)) - experts, experts
+    head = int(sum(s.op.params() * s.repeat for s in linear if isinstance(s.op, LogitsHead)))
+    return int(sum(s.op.params() * s.repeat for s in linear)) - experts - head, head, experts
 
 
 WEIGHT_ONLY_MMA_ROWS = 16
@@ -419,10 +422,13 @@ def phase_cost(cfg: DecoderConfig, phase: Phase, prec: ServingPrecision, units: 
     linear_ctx = CostContext(linear_c, act_bytes, prec.linear_weight_bytes, weight_reuse_bytes=reuse_bytes)  # type: ignore[arg-type]
     rt = RUNTIMES[runtime]
     charged: list[tuple[OpCost, int]] = []
+    head = prec.head
     for step in phase.steps:
         op = step.op
         is_linear = isinstance(op, Linear)
         weight = prec.expert_weight_bytes if isinstance(op, ExpertLinear) else prec.other_weight_bytes
+        if isinstance(op, LogitsHead) and head is not prec:  # a 16-bit lm_head: a plain 16-bit product
+            weight, is_linear = head.linear_weight_bytes, False
         other_ctx = CostContext(units.for_op(op), act_bytes, weight,  # type: ignore[arg-type]
                                 weight_reuse_bytes=reuse_bytes)
         priced_alone = is_linear and not (isinstance(op, ExpertLinear) and prec.experts)
