@@ -654,3 +654,16 @@ def test_eager_serving_advice_says_what_the_dynamic_cache_copies_per_step():
     compiled = api.advise_serving("llama-2-7b", gpu="a100", prompt_len=256, output_len=512, runtime="graph")
     assert compiled["reason_numbers"]["cache_copy_bytes_per_step"] == 0
     assert not any("DynamicCache" in r for r in compiled["reasons"])
+
+
+def test_advise_names_the_16_bit_lm_head_and_what_quantising_it_saves(capsys):
+    """Llama-3-8B's 525336576-weight lm_head at 2 bytes beside int4 decoder layers; quantised at int4's 0.53125
+    bytes it would read 525336576 x 1.46875 bytes less each step."""
+    out = run_json(capsys, "advise", "--model", "llama-3-8b", "--gpu", "h100", "--serve", "--runtime", "graph",
+                   "--precision", "int4")
+    assert out["reason_numbers"]["head_bytes"] == pytest.approx(128256 * 4096 * 2)
+    assert any("lm_head (1.05 GB) stays bf16" in r and f"reads {128256 * 4096 * 1.46875 / 1e9:.2f} GB less" in r
+               for r in out["reasons"])
+    kept = run_json(capsys, "advise", "--model", "llama-3-8b", "--gpu", "h100", "--serve", "--runtime", "graph",
+                    "--precision", "int4", "--head-weights", "quantized")
+    assert "head_bytes" not in kept["reason_numbers"]

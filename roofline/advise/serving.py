@@ -9,14 +9,14 @@ largest itself, for each weight precision and KV cache precision the device runs
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from roofline.advise.track_record import serving_quotes
 from roofline.errors import DoesNotFit
 from roofline.model.ceilings import ceilings_for, compute_dtype_for
 from roofline.model.llm_precision import ServingPrecision, default_precision, kernel_runs, serving_precision
-from roofline.model.llm_step import ServingPrediction, TensorParallel, predict_serving, serving_memory
+from roofline.model.llm_step import ServingPrediction, TensorParallel, predict_serving, serving_memory, weight_bytes
 from roofline.workload.llm.config import DecoderConfig
 from roofline.workload.llm.phases import Layout, kv_cache_bytes_per_token, prefill, unfused_bytes
 from roofline.workload.llm.transformers_release import CURRENT, TransformersRelease
@@ -129,6 +129,24 @@ def advise_serving(cfg: DecoderConfig, profile, prompt: int, output: int, runtim
                          records)
 
 
+def _head_reason(cfg: DecoderConfig, p: ServingPrediction, bw: float) -> tuple[str, float] | None:
+    """What a 16-bit lm_head beside quantised decoder layers costs every decode step (`llm_precision.HEAD_WEIGHTS`):
+    at a vocabulary of 128k it is a fifth of an int4 model's bytes, which the toolchain decides, not the GPU."""
+    prec = p.precision
+    if prec.head is prec or p.gpus > 1:
+        return None
+    quantised = replace(prec, head_weights="quantized")
+    saved = weight_bytes(cfg, prec) - weight_bytes(cfg, quantised)
+    if saved <= 0:
+        return None
+    head = saved / (1 - quantised.linear_weight_bytes / prec.head.linear_weight_bytes)
+    others = "" if prec.name == "fp8" else " (gpt-fast, torchao, llama.cpp)"
+    return (f"The lm_head ({head / 1e9:.2f} GB) stays {prec.head.name}, as vLLM's GPTQ/AWQ checkpoints, "
+            f"llm-compressor, ModelOpt and AutoAWQ leave it: {head / p.memory.weights:.0%} of the weights every "
+            f"decode step reads. A toolchain that quantises it too{others} reads {saved / 1e9:.2f} GB less, "
+            f"{saved / bw * 1e3:.2f} ms a step at {bw / 1e9:.0f} GB/s (`--head-weights quantized`).", head)
+
+
 def _reasons(cfg: DecoderConfig, p: ServingPrediction, limits: dict[str, int], tpot_s: float | None,
              ttft_s: float | None, ok: list[ServingPrediction]) -> tuple[list[str], dict[str, float | int | None]]:
     c = p.ceilings
@@ -164,6 +182,9 @@ def _reasons(cfg: DecoderConfig, p: ServingPrediction, limits: dict[str, int], t
         f"The largest batch that fits at {p.prompt_len + p.output_len} tokens per sequence: "
         + ", ".join(f"{k} {v}" for k, v in limits.items()) + ".",
     ]
+    if (kept := _head_reason(cfg, p, bw)) is not None:
+        reasons.append(kept[0])
+        numbers["head_bytes"] = kept[1]
     copy = cache_copy_bytes(cfg, p)
     numbers["cache_copy_bytes_per_step"] = copy
     if copy:
