@@ -9,14 +9,14 @@ largest itself, for each weight precision and KV cache precision the device runs
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from roofline.advise.track_record import serving_quotes
 from roofline.errors import DoesNotFit
 from roofline.model.ceilings import ceilings_for, compute_dtype_for
 from roofline.model.llm_precision import ServingPrecision, default_precision, kernel_runs, serving_precision
-from roofline.model.llm_step import ServingPrediction, TensorParallel, predict_serving, serving_memory, weight_bytes
+from roofline.model.llm_step import ServingPrediction, TensorParallel, lm_head_params, predict_serving, serving_memory
 from roofline.workload.llm.config import DecoderConfig
 from roofline.workload.llm.phases import Layout, kv_cache_bytes_per_token, prefill, unfused_bytes
 from roofline.workload.llm.transformers_release import CURRENT, TransformersRelease
@@ -133,13 +133,11 @@ def _head_reason(cfg: DecoderConfig, p: ServingPrediction, bw: float) -> tuple[s
     """What a 16-bit lm_head beside quantised decoder layers costs every decode step (`llm_precision.HEAD_WEIGHTS`):
     at a vocabulary of 128k it is a fifth of an int4 model's bytes, which the toolchain decides, not the GPU."""
     prec = p.precision
-    if prec.head is prec or p.gpus > 1:
+    params = lm_head_params(cfg)
+    if prec.head is prec or p.gpus > 1 or not params:
         return None
-    quantised = replace(prec, head_weights="quantized")
-    saved = weight_bytes(cfg, prec) - weight_bytes(cfg, quantised)
-    if saved <= 0:
-        return None
-    head = saved / (1 - quantised.linear_weight_bytes / prec.head.linear_weight_bytes)
+    head = params * prec.head.linear_weight_bytes
+    saved = head - params * prec.linear_weight_bytes
     others = "" if prec.name == "fp8" else " (gpt-fast, torchao, llama.cpp)"
     return (f"The lm_head ({head / 1e9:.2f} GB) stays {prec.head.name}, as vLLM's GPTQ/AWQ checkpoints, "
             f"llm-compressor, ModelOpt and AutoAWQ leave it: {head / p.memory.weights:.0%} of the weights every "

@@ -195,6 +195,11 @@ def weight_bytes(cfg: DecoderConfig, prec: ServingPrecision, layout: Layout = ON
             + (cfg.params() - dense - all_head - all_experts) * prec.other_weight_bytes)
 
 
+def lm_head_params(cfg: DecoderConfig, layout: Layout = ONE_GPU) -> int:
+    """Parameters of one GPU's untied lm_head (none where it is the token table)."""
+    return _linear_params(cfg, layout)[1]
+
+
 def _linear_params(cfg: DecoderConfig, layout: Layout = ONE_GPU) -> tuple[int, int, int]:
     """Parameters of one GPU's linear layers: (the decoder layers' dense ones, the untied lm_head, the experts')."""
     ops = decode(cfg, 1, 1, layout=Layout(layout.tp, layout.split_lm_head)).steps
