@@ -35,7 +35,7 @@ from benchmarks.published_kinds.record import (
 from roofline.advise.track_record import decode_context, serving_cell
 from roofline.errors import RooflineError
 from roofline.hardware import find_profile
-from roofline.model.llm_precision import activation_for, default_head_weights, serving_precision
+from roofline.model.llm_precision import activation_for, serving_precision
 from roofline.model.llm_step import ServingPrediction, predict_serving, tensor_parallel_group
 from roofline.workload.llm.builtins import get_config
 from roofline.workload.llm.transformers_release import transformers_release
@@ -102,16 +102,6 @@ def predicted_time_s(row: dict[str, Any], p: ServingPrediction) -> float:
             "ttft_s": p.ttft_s}[row["metric"]]
 
 
-QUANTISED = ("fp8", "int8", "int4")
-"""Precisions whose lm_head the row's toolchain may leave 16-bit (`llm_precision.HEAD_WEIGHTS`)."""
-
-
-def head_weights(row: dict[str, Any]) -> str:
-    """The row's lm_head storage: its own `head_weights`, else the default of its kernel and engine."""
-    return row.get("head_weights") or default_head_weights(row["precision"], row.get("quant_kernel", "fused"),
-                                                           row.get("engine", "none"))
-
-
 def predict_row(row: dict[str, Any]) -> ServingPrediction:
     if row.get("metric") not in METRICS:
         raise DatasetError(f"metric {row.get('metric')!r}: expected one of {', '.join(METRICS)}")
@@ -146,7 +136,7 @@ def compare(dataset: dict[str, Any]) -> list[Comparison]:
                         f"{' ' + row['decode_attention'] + ' decode attention' if row.get('decode_attention') else ''}"
                         f"{' transformers ' + str(row['transformers']) if row.get('transformers') else ''}"
                         f"{' ' + row['quant_kernel'] + ' kernel' if row.get('quant_kernel') else ''}"
-                        f"{' lm_head ' + head_weights(row) if row['precision'] in QUANTISED else ''}"
+                        f"{' lm_head ' + p.precision.head_weights if p.precision.quantised else ''}"
                         f"{' fp16 accumulation' if row.get('accumulate') == 'fp16' else ''}"
                         f"{' engine ' + row['engine'] if row.get('engine') else ''}")
             cell = serving_cell(row["runtime"], row["batch"], row.get("gpus", 1), row["precision"])

@@ -96,12 +96,9 @@ def memory_breakdown(workload: Workload, precision: Precision, train: bool, opti
     an fp32 weight and a 16-bit copy of it."""
     params = float(workload.params())
     act = precision.storage_bytes
-    if autocast_params is not None:
-        copies = autocast_params * act
-    elif precision.master_weight_bytes > act:
-        copies = params * act
-    else:
-        copies = 0.0
+    autocast = autocast_params is not None
+    copied = autocast_params if autocast_params is not None else params if precision.master_weight_bytes > act else 0.0
+    copies = copied * act
     if train:
         weights = params * precision.master_weight_bytes
         amp_copies = copies
@@ -112,8 +109,8 @@ def memory_breakdown(workload: Workload, precision: Precision, train: bool, opti
         activations = saved + 2 * largest_output * act
     else:
         grads, state = 0.0, 0.0
-        weights, amp_copies = (params * precision.master_weight_bytes, copies) if autocast_params is not None \
-            else (params * act, 0.0)
+        weights = params * (precision.master_weight_bytes if autocast else act)
+        amp_copies = copies if autocast else 0.0
         outputs = [float(op.output_elements()) for op in workload.ops if not op.is_free]
         pairs = [a + b for a, b in itertools.pairwise(outputs)] or outputs or [0.0]
         activations = max(pairs) * act

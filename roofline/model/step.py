@@ -293,9 +293,14 @@ def step_memory(workload: Workload, is_gpu: bool, precision: Precision, options:
 def _memory(run: Workload, is_gpu: bool, precision: Precision, options: StepOptions) -> MemoryBreakdown:
     """`step_memory` of a workload already `as_run`."""
     reserve = options.reserve_bytes if options.reserve_bytes is not None else default_reserve_bytes(is_gpu)
-    under_autocast = is_gpu and options.autocast and precision.master_weight_bytes > precision.storage_bytes
-    cast_params = cast_weights(run.ops)[0] if under_autocast else None
+    cast_params = cast_weights(run.ops)[0] if _under_autocast(is_gpu, precision, options) else None
     return memory_breakdown(run, precision, options.train, options.optimizer, reserve, cast_params)
+
+
+def _under_autocast(is_gpu: bool, precision: Precision, options: StepOptions) -> bool:
+    """Whether the step runs under torch.autocast (`StepOptions.autocast`): mixed precision on a GPU, fp32
+    master weights beside 16-bit compute."""
+    return is_gpu and options.autocast and precision.master_weight_bytes > precision.storage_bytes
 
 
 def predict_step(workload: Workload, profile: Profile, precision: Precision,
@@ -316,7 +321,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
                       native_norm=c.is_gpu and not amp and precision.storage_bytes == 2)
     context_for = tf32_context_for(profile, precision, opts, ctx)
     autocast = None
-    if amp and c.is_gpu and opts.autocast:
+    if _under_autocast(c.is_gpu, precision, opts):
         context_for, autocast = autocast_context_for(workload, plan, ctx, opts.runtime)
     costs = op_costs(plan, ctx, context_for)
     if autocast is not None:
