@@ -17,6 +17,7 @@ from roofline.hardware.derived import matrix_peak, memory_levels, ridge_point, v
 from roofline.hardware.runtime import EAGER_CUDA, load_runtime
 from roofline.hardware.schema import Figure, GpuProfile, MeasuredConvPoint, Profile
 from roofline.model.cpu_runtime.runtime import CpuRuntime, recorded_runtime
+from roofline.model.host_dma import h2d_bytes_per_s
 from roofline.workload.precision import Precision
 
 GEMM_TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
@@ -613,11 +614,10 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
     provenance["dispatch_s"] = "measured" if measured and measured.framework_dispatch_s else "datasheet"
     link = pageable = None
     if isinstance(profile, GpuProfile):
-        link = profile.host_link.bandwidth_bytes_per_s.value
         h2d = measured.host_to_device_bytes_per_s if measured else {}
-        link = h2d.get("pinned", link)
+        link = h2d.get("pinned", h2d_bytes_per_s(profile.host_link))
         pageable = h2d.get("pageable")
-        provenance["host_link"] = "measured" if "pinned" in h2d else "datasheet"
+        provenance["host_link"] = "measured" if "pinned" in h2d else "datasheet x PCIe packet efficiency"
     dispatch_by_kind = dict(measured.dispatch_s_by_kind) if measured else {}
     kernel_rates = dict(measured.kernel_bytes_per_s) if measured else {}
     cycles = sm_cycles_per_s(profile) if isinstance(profile, GpuProfile) else 0.0
