@@ -12,6 +12,7 @@ from roofline.hardware.load import find_profile
 from roofline.model.ceilings import ceilings_for
 from roofline.model.host_dma import PCIE_H2D_EFFICIENCY
 from roofline.workload.precision import get_precision
+from tests.cli_run import run_json
 
 PUBLISHED_H2D = {"p100-pcie-16gb": 12.4e9, "a100-pcie-40gb": 26.2e9}
 
@@ -25,3 +26,17 @@ def test_a_pinned_copy_runs_within_six_percent_of_published_bandwidth_test_runs(
 def test_the_efficiency_lies_between_64_and_128_byte_read_completions():
     framing = 12 + 4 + 4  # completion header, start token, LCRC
     assert 64 / (64 + framing) < PCIE_H2D_EFFICIENCY < 128 / (128 + framing)
+
+
+def test_hw_show_states_the_line_rate_and_what_copies_move(capsys):
+    """The V100 SXM2's PCIe 3.0 x16 host link: 16 lanes x 8 GT/s x 128/130 / 8 bits = 15.75e9 B/s each way (as the
+    profile states it); a pinned copy near TIGER's published 12.4 GB/s; a pageable one slower than that."""
+    link = run_json(capsys, "hw", "show", "v100")["host_link"]
+    assert (link["kind"], link["generation"], link["lanes"]) == ("PCIe", 3, 16)
+    assert link["line_rate_bytes_per_s"] == pytest.approx(16 * 8e9 * 128 / 130 / 8, rel=1e-3)
+    assert link["pinned_copy_bytes_per_s"] == pytest.approx(12.4e9, rel=0.06)
+    assert link["pageable_copy_bytes_per_s"] < link["pinned_copy_bytes_per_s"]
+
+
+def test_a_cpu_profile_has_no_host_link(capsys):
+    assert run_json(capsys, "hw", "show", "textbook-cpu")["host_link"] is None

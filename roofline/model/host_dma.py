@@ -1,4 +1,4 @@
-"""What a host-to-device copy over PCIe delivers of the link's line rate.
+"""What a host-to-device copy over PCIe delivers of the link's line rate, from pinned and from pageable memory.
 
 A profile's host link is its line rate: lanes x transfer rate x the 128b/130b encoding. A copy engine moving
 data from host memory to the GPU issues read requests upstream, and the data comes back in completion packets,
@@ -24,3 +24,18 @@ def h2d_bytes_per_s(link: HostLink) -> float:
     PCIE_H2D_EFFICIENCY; any other kind of link at the rate its profile states."""
     rate = link.bandwidth_bytes_per_s.value
     return rate * PCIE_H2D_EFFICIENCY if link.kind == "PCIe" else rate
+
+
+STAGING_MEMCPY_SHARE = (1 / (1 / 18.18e9 - 1 / 49.84e9)) / 49.84e9
+"""A copy from pageable memory is two serial copies: a host memcpy into a pinned staging buffer, then the
+DMA over the link, so it runs at 1 / (1 / link + 1 / memcpy). Without a measured pageable rate the memcpy is
+taken at the speed relative to its link that the H100 lease's host ran it: a 256 MiB copy ran at 18.18 GB/s
+from pageable and 49.84 GB/s from pinned memory (benchmarks/results/gpu-live-h100.json, overheads.copies), a
+memcpy of 28.6 GB/s, 0.57 of that link (one thread's memcpy, of the order of its era's PCIe x16 link);
+calibration measures the user's own rate."""
+
+
+def staged_bytes_per_s(pinned_bytes_per_s: float) -> float:
+    """Bytes per second of a copy from pageable memory: the staging memcpy and the pinned copy one after the
+    other (`STAGING_MEMCPY_SHARE`)."""
+    return 1 / (1 / pinned_bytes_per_s + 1 / (pinned_bytes_per_s * STAGING_MEMCPY_SHARE))

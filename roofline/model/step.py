@@ -24,6 +24,7 @@ from roofline.model.costmodel import OpCost, op_cost, with_first_touch
 from roofline.model.cpu_runtime.heap_requests import first_touch_bytes
 from roofline.model.data_placement import placement_of
 from roofline.model.fp32_math import DEFAULT_FP32_MATH, get_fp32_math
+from roofline.model.host_dma import staged_bytes_per_s
 from roofline.model.memory import MemoryBreakdown, default_reserve_bytes, memory_breakdown
 from roofline.model.notes import Note
 from roofline.model.step_plan import StepPlan, plan_for
@@ -55,14 +56,6 @@ PER_TENSOR_OPTIMIZERS = frozenset({"adam-unfused", "momentum-unfused"})
 """Optimizers that launch each of their kernels once per parameter tensor from Python (no foreach batching):
 their host time is one layer call's dispatch per kernel, not the measured foreach loop."""
 
-STAGING_MEMCPY_SHARE = (1 / (1 / 18.18e9 - 1 / 49.84e9)) / 49.84e9
-"""A copy from pageable memory is two serial copies: a host memcpy into a pinned staging buffer, then the
-DMA over the link, so it runs at 1 / (1 / link + 1 / memcpy). Without a measured pageable rate the memcpy is
-taken at the speed relative to its link that the H100 lease's host ran it: a 256 MiB copy ran at 18.18 GB/s
-from pageable and 49.84 GB/s from pinned memory (benchmarks/results/gpu-live-h100.json, overheads.copies), a
-memcpy of 28.6 GB/s, 0.57 of that link (one thread's memcpy, of the order of its era's PCIe x16 link);
-calibration measures the user's own rate."""
-
 FOREACH_MAX_TENSORS_PER_LAUNCH = 48
 """On CUDA, torch.optim's foreach path batches parameter tensors into multi-tensor-apply launches; the
 depth-4 launch (Adam) takes up to 48 tensors (depth_to_max_tensors in ATen's MultiTensorApply.cuh)."""
@@ -76,11 +69,10 @@ step's forward cannot be queued under it."""
 
 def copy_rate(c: Ceilings, pinned: bool) -> float:
     """Bytes per second of the input's host-to-device copy: the link's rate from pinned memory; from pageable
-    memory the measured pageable rate, else the link's behind a staging memcpy at STAGING_MEMCPY_SHARE of it."""
+    memory the measured pageable rate, else the link's behind a staging memcpy (`host_dma.staged_bytes_per_s`)."""
     if pinned:
         return c.host_link_bytes_per_s
-    link = c.host_link_bytes_per_s
-    return c.host_link_pageable_bytes_per_s or 1 / (1 / link + 1 / (link * STAGING_MEMCPY_SHARE))
+    return c.host_link_pageable_bytes_per_s or staged_bytes_per_s(c.host_link_bytes_per_s)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from roofline.hardware import derived as d
-from roofline.hardware.schema import DTYPES, Profile
+from roofline.hardware.schema import DTYPES, GpuProfile, Profile
+from roofline.model.host_dma import PCIE_H2D_EFFICIENCY, h2d_bytes_per_s, staged_bytes_per_s
 from roofline.units import format_bytes, format_si
 
 
@@ -50,6 +51,20 @@ def _measured(profile: Profile, peaks: dict[str, float]) -> dict[str, Any] | Non
     }
 
 
+def host_link_summary(profile: Profile) -> dict[str, Any] | None:
+    """A GPU's link to its host: the line rate its profile states and what a copy over it moves from pinned and
+    from pageable memory (`roofline.model.host_dma`), as `predict --data pinned|pageable` prices the input's copy
+    before any calibration."""
+    if not isinstance(profile, GpuProfile):
+        return None
+    link = profile.host_link
+    pinned = h2d_bytes_per_s(link)
+    return {"kind": link.kind, "generation": link.generation, "lanes": link.lanes,
+            "line_rate_bytes_per_s": link.bandwidth_bytes_per_s.value,
+            "pinned_copy_bytes_per_s": pinned, "pageable_copy_bytes_per_s": staged_bytes_per_s(pinned),
+            "packet_efficiency": PCIE_H2D_EFFICIENCY if link.kind == "PCIe" else None}
+
+
 def profile_summary(profile: Profile, name: str) -> dict[str, Any]:
     """The `hw show` document: `name` is the identifier a user passes (file stem), `title` the device's name."""
     peaks = d.peak_flops(profile)
@@ -75,6 +90,7 @@ def profile_summary(profile: Profile, name: str) -> dict[str, Any]:
         "ridge_point_by_level": {level: d.ridge_points(peaks, level_bw)
                                  for level, _, level_bw in d.memory_levels(profile)},
         "measured": _measured(profile, peaks),
+        "host_link": host_link_summary(profile),
         "derived": [derived_row(f) for f in derived_figures(profile)],
         "notes": profile.notes,
     }
@@ -103,6 +119,8 @@ def render_profile(summary: dict[str, Any]) -> None:
         console.print(f"  a stream (two reads and a write) sustains {stream}, {share:.0%} of it: the cost model "
                       "prices DRAM at this, or at a calibration's own measurement: "
                       f"[dim]{summary['sustained_memory_bandwidth_provenance']}[/]")
+    if summary.get("host_link"):
+        console.print(f"  {_host_link_line(summary['host_link'])}")
     if summary.get("notes"):
         console.print(f"  [dim]{summary['notes']}[/]")
     t = Table(title="derived from the profile's figures vs the datasheet (! = more than 5% apart)")
@@ -141,3 +159,13 @@ def render_profile(summary: dict[str, Any]) -> None:
         mem = pct["memory_bandwidth"]
         t.add_row("DRAM", format_si(m["memory_bandwidth"], "B/s"), f"{mem:.0f}%" if mem is not None else "-")
         console.print(t)
+
+
+def _host_link_line(link: dict[str, Any]) -> str:
+    name = " ".join(str(x) for x in (link["kind"], link["generation"] and f"{link['generation']}.0",
+                                      link["lanes"] and f"x{link['lanes']}") if x)
+    efficiency = (f" ({link['packet_efficiency']:.0%} of it: packet headers, as measured on a PCIe 5 link)"
+                  if link["packet_efficiency"] else "")
+    return (f"host link {name}: {format_si(link['line_rate_bytes_per_s'], 'B/s')} each way; a copy moves "
+            f"{format_si(link['pinned_copy_bytes_per_s'], 'B/s')} from pinned memory{efficiency}, "
+            f"{format_si(link['pageable_copy_bytes_per_s'], 'B/s')} from pageable memory (a staging memcpy first)")
