@@ -112,7 +112,7 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
     with pytest.raises(DatasetError, match="holdout: true"):
         source_blocks({"sources": [block]})
     with pytest.raises(DatasetError, match="held_out_set"):
-        source_blocks({"sources": [{**block, "holdout": True, "held_out_set": "sixty-first"}]})
+        source_blocks({"sources": [{**block, "holdout": True, "held_out_set": "sixty-second"}]})
     blocks = source_blocks({"sources": [{**block, "id": f"b{i}", "holdout": True, "held_out_set": name,
                                          "rows": [{"id": f"r{i}"}]} for i, name in enumerate(HELD_OUT_SETS)]})
     assert [b.part for b in blocks] == ["fresh_held_out", "third_held_out", "fourth_held_out", "fifth_held_out",
@@ -137,7 +137,7 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
                                         "fifty-second_held_out", "fifty-third_held_out",
                                         "fifty-fourth_held_out", "fifty-fifth_held_out", "fifty-sixth_held_out",
                                         "fifty-seventh_held_out", "fifty-eighth_held_out", "fifty-ninth_held_out",
-                                        "sixtieth_held_out"]
+                                        "sixtieth_held_out", "sixty-first_held_out"]
     rows = [_c("a", 0.10), _c("b", 0.20, holdout=True), _c("c", 0.40, holdout=True, later_set="fresh"),
             _c("d", 0.05, holdout=True, later_set="third"), _c("e", 0.15, holdout=True, later_set="fourth"),
             _c("f", 0.30, holdout=True, later_set="fifth"), _c("g", 0.11, holdout=True, later_set="sixth"),
@@ -187,22 +187,23 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
             _c("bf", 1.818989403545856475830078125e-14, holdout=True, later_set="fifty-seventh"),
             _c("bg", 9.094947017729282379150390625e-15, holdout=True, later_set="fifty-eighth"),
             _c("bh", 4.5474735088646411895751953125e-15, holdout=True, later_set="fifty-ninth"),
-            _c("bi", 2.27373675443232059478759765625e-15, holdout=True, later_set="sixtieth")]
+            _c("bi", 2.27373675443232059478759765625e-15, holdout=True, later_set="sixtieth"),
+            _c("bj", 1.136868377216160297393798828125e-15, holdout=True, later_set="sixty-first")]
     parts = published.split(rows)
     assert [[c.row_id for c in parts[p]] for p in published.PARTS] == [
         ["a"], ["b"], ["c"], ["d"], ["e"], ["f"], ["g"], ["h"], ["i"], ["j"], ["k"], ["l"], ["m"], ["n"], ["o"], ["p"],
         ["q"], ["r"], ["s"], ["t"], ["u"], ["v"], ["w"], ["x"], ["y"], ["z"], ["aa"], ["ab"], ["ac"], ["ad"], ["ae"],
         ["af"], ["ag"], ["ah"], ["ai"], ["aj"], ["ak"], ["al"], ["am"], ["an"], ["ao"], ["ap"],
         ["aq"], ["ar"], ["as"], ["at"], ["au"], ["av"], ["aw"], ["ax"], ["ay"], ["az"], ["ba"], ["bb"], ["bc"], ["bd"],
-        ["be"], ["bf"], ["bg"], ["bh"], ["bi"],
+        ["be"], ["bf"], ["bg"], ["bh"], ["bi"], ["bj"],
         ["b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w",
          "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj", "ak", "al", "am", "an", "ao", "ap",
          "aq", "ar", "as", "at", "au", "av", "aw", "ax", "ay", "az", "ba", "bb", "bc", "bd", "be", "bf", "bg", "bh",
-         "bi"],
+         "bi", "bj"],
         ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v",
          "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj", "ak", "al", "am", "an", "ao",
          "ap", "aq", "ar", "as", "at", "au", "av", "aw", "ax", "ay", "az", "ba", "bb", "bc", "bd", "be", "bf", "bg",
-         "bh", "bi"]]
+         "bh", "bi", "bj"]]
     ratios = {t["target"]: t["value"] for t in published.check_targets(parts, []) if t["unit"] == "ratio"}
     assert ratios == {"held-out median <= 1.3x fitted median": pytest.approx(2.0),
                       "fresh-held-out median <= 1.3x fitted median": pytest.approx(4.0),
@@ -264,10 +265,10 @@ def test_a_later_block_is_held_out_and_reported_as_its_own_part():
                       "fifty-eighth-held-out median <= 1.3x fitted median": pytest.approx(9.094947017729282e-14),
                       "fifty-ninth-held-out median <= 1.3x fitted median": pytest.approx(4.547473508864641e-14),
                       "sixtieth-held-out median <= 1.3x fitted median": pytest.approx(2.2737367544323206e-14),
-                      # every held-out row together, |errors| 2.27373675443232059478759765625e-15 ... 0.40 (60
-                      # rows): the mean of the thirtieth and thirty-first smallest, the thirty-first set's
-                      # 0.000001220703125 and the thirtieth's 0.00000244140625
-                      "held-out-together median <= 1.3x fitted median": pytest.approx(0.000018310546875)}
+                      "sixty-first-held-out median <= 1.3x fitted median": pytest.approx(1.1368683772161603e-14),
+                      # every held-out row together, |errors| 1.136868377216160297393798828125e-15 ... 0.40 (61
+                      # rows): the thirty-first smallest, the thirty-first set's 0.000001220703125
+                      "held-out-together median <= 1.3x fitted median": pytest.approx(0.00001220703125)}
 
 
 def test_measured_here_blocks_need_their_script_and_date():

@@ -31,7 +31,8 @@ HELD_OUT_SETS = ("fresh", "third", "fourth", "fifth", "sixth", "seventh", "eight
                  "forty-fourth", "forty-fifth", "forty-sixth", "forty-seventh",
                  "forty-eighth", "forty-ninth", "fiftieth", "fifty-first",
                  "fifty-second", "fifty-third", "fifty-fourth", "fifty-fifth",
-                 "fifty-sixth", "fifty-seventh", "fifty-eighth", "fifty-ninth", "sixtieth")
+                 "fifty-sixth", "fifty-seventh", "fifty-eighth", "fifty-ninth", "sixtieth",
+                 "sixty-first")
 """The later held-out sets, in the order they were gathered (a block's `held_out_set`), each a part of its own."""
 
 
