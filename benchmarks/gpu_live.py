@@ -260,7 +260,7 @@ def overheads() -> dict[str, Any]:
 
 
 ZOO_CASES: list[tuple[str, str, str, tuple[int, ...]]] = [
-    # (model, mode, precision, batches); AMP CNN steps run channels-last as NVIDIA's published runs do.
+    # (model, mode, precision, batches); autocast CNN steps run channels-last as NVIDIA's published runs do.
     ("resnet50", "train", "fp32", (64, 256)), ("resnet50", "train", "tf32", (256,)),
     ("resnet50", "train", "amp", (64, 256)), ("resnet50", "inference", "fp32", (1, 256)),
     ("resnet50", "inference", "tf32", (256,)), ("resnet50", "inference", "amp", (1, 8, 64, 256)),
@@ -276,6 +276,7 @@ ZOO_CASES: list[tuple[str, str, str, tuple[int, ...]]] = [
     ("bert-base", "train", "amp", (32,)), ("bert-base", "train", "tf32", (32,)),
     ("bert-base", "inference", "amp", (1, 32, 128)), ("bert-base", "inference", "fp32", (32,)),
     ("gpt2", "train", "amp", (8,)), ("gpt2", "inference", "amp", (1, 8)),
+    ("resnet50", "train", "amp-bf16", (256,)), ("bert-base", "train", "amp-bf16", (32,)),
     ("mlp", "train", "fp32", (64,)), ("mlp", "inference", "fp32", (1, 1024)),
 ]
 SEQ_LEN = {"bert-base": 128, "gpt2": 1024}
@@ -313,7 +314,7 @@ def build_step(model: str, mode: str, precision: str, batch: int, data: str = "d
     torch.backends.cudnn.allow_tf32 = precision == "tf32"
     torch.backends.cudnn.benchmark = True
     seq = seq_len or SEQ_LEN.get(model)
-    channels_last = spec.family == "vision" and (layout == "nhwc" if layout else precision == "amp")
+    channels_last = spec.family == "vision" and (layout == "nhwc" if layout else precision in ("amp", "amp-bf16"))
     module = build_module(model, seq_len=seq).cuda()
     host = example_input(model, batch, seq_len=seq)
     if precision == "fp16":
@@ -327,7 +328,8 @@ def build_step(model: str, mode: str, precision: str, batch: int, data: str = "d
         host = host.pin_memory()
     x_dev = host.cuda()
     labels = torch.randint(0, spec.num_classes or 2, (batch,), device="cuda")
-    amp = precision == "amp"
+    amp = precision in ("amp", "amp-bf16")
+    autocast_dtype = torch.bfloat16 if precision == "amp-bf16" else torch.float16
 
     def inputs() -> Any:
         return x_dev if data == "device" else host.to("cuda", non_blocking=data == "pinned")
@@ -345,24 +347,24 @@ def build_step(model: str, mode: str, precision: str, batch: int, data: str = "d
         module.eval()
 
         def step() -> Any:
-            with torch.set_grad_enabled(grad), torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+            with torch.set_grad_enabled(grad), torch.autocast("cuda", dtype=autocast_dtype, enabled=amp):
                 return module(inputs())
     elif optimizer == "none":
         module.train()
 
         def step() -> Any:
             module.zero_grad()
-            with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+            with torch.autocast("cuda", dtype=autocast_dtype, enabled=amp):
                 loss = loss_of(module(inputs()))
             loss.backward()
             return loss
     else:
         module.train()
         opt = torch.optim.SGD(module.parameters(), lr=1e-3, momentum=0.9)
-        scaler = torch.amp.GradScaler("cuda", enabled=amp)
+        scaler = torch.amp.GradScaler("cuda", enabled=precision == "amp")
 
         def step() -> Any:
-            with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+            with torch.autocast("cuda", dtype=autocast_dtype, enabled=amp):
                 loss = loss_of(module(inputs()))
             scaler.scale(loss).backward()
             scaler.step(opt)

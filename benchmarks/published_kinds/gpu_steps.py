@@ -70,7 +70,7 @@ class GpuStepRow(BaseModel):
     """A zoo model, or a GPT-2 config.json's path from the repository root (`roofline.workload.zoo.hf_step`)."""
     gpu: str
     mode: Literal["train", "inference"]
-    precision: Literal["fp32", "tf32", "amp", "fp16", "bf16"]
+    precision: Literal["fp32", "tf32", "amp", "amp-bf16", "fp16", "bf16"]
     batch: int = Field(ge=1)
     input_size: int | None = Field(default=None, ge=1)
     seq_len: int | None = Field(default=None, ge=1)
@@ -213,7 +213,8 @@ EXTRA_COLUMNS = [
 ]
 
 
-PRECISION_CLASS = {"fp32": "fp32/tf32", "tf32": "fp32/tf32", "amp": "amp/fp16", "fp16": "amp/fp16", "bf16": "bf16"}
+PRECISION_CLASS = {"fp32": "fp32/tf32", "tf32": "fp32/tf32", "amp": "amp/fp16", "fp16": "amp/fp16", "bf16": "bf16",
+                   "amp-bf16": "bf16"}
 """Labels sources use for the same arithmetic: PyTorch runs fp32 convolutions on TF32 tensor cores on Ampere and
 later by default, and "fp16" training in these sources keeps fp32 master weights, as AMP does."""
 

@@ -28,7 +28,7 @@ from roofline.workload.precision import Precision, get_precision
 GOOD_ENOUGH_FRACTION = 0.95
 """The smallest batch within 5% of the best throughput is recommended (the issue's definition)."""
 
-TRAIN_PRECISIONS = ("fp32", "tf32", "amp", "bf16")
+TRAIN_PRECISIONS = ("fp32", "tf32", "amp", "amp-bf16", "bf16")
 INFER_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
 
 BuildWorkload = Callable[[int], Workload]
@@ -47,6 +47,8 @@ def candidate_precisions(profile: Profile, train: bool, requested: str) -> list[
         dtype = compute_dtype_for(p, profile)
         if dtype is None or (name == "tf32" and dtype == "fp32"):
             continue
+        if name == "amp-bf16" and compute_dtype_for(get_precision("amp"), profile) == "bf16":
+            continue  # on a CPU `amp` is autocast's bfloat16 already
         out.append(p)
     return out
 

@@ -102,7 +102,7 @@ def precision_class(precision: str, model_in_16_bit: bool = False) -> str | None
     `model.half()`, a `--precision fp16` step). None for precisions the record has no run of (fp8, int8)."""
     if precision in ("fp32", "tf32"):
         return "32-bit"
-    if precision == "amp":
+    if precision in ("amp", "amp-bf16"):
         return "16-bit model" if model_in_16_bit else "autocast"
     if precision in ("fp16", "bf16"):
         return "16-bit model"

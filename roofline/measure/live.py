@@ -74,7 +74,7 @@ def resolve_device(name: str) -> Any:
 def torch_dtype(precision: str) -> Any:
     torch = require_torch()
     return {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16,
-            "amp": torch.float32}.get(precision)
+            "amp": torch.float32, "amp-bf16": torch.float32}.get(precision)
 
 
 def make_step(module: Any, example: Any, device: Any, precision: str, train: bool,
@@ -86,7 +86,7 @@ def make_step(module: Any, example: Any, device: Any, precision: str, train: boo
     torch = require_torch()
     dtype = torch_dtype(precision)
     if dtype is None:
-        raise RooflineError(f"live validation supports fp32, tf32, fp16, bf16 and amp, not {precision}")
+        raise RooflineError(f"live validation supports fp32, tf32, fp16, bf16, amp and amp-bf16, not {precision}")
     # set on every step built, so a tf32 run does not leave TF32 products on for a later fp32 run in the same
     # process: fp32 gets PyTorch's defaults since 1.12 (matrix products IEEE, convolutions on TF32 where the GPU
     # has it), which is what predictions assume (`roofline.model.fp32_math`, mode 'pytorch')
@@ -100,6 +100,8 @@ def make_step(module: Any, example: Any, device: Any, precision: str, train: boo
     autocast_dtype = None
     if precision == "amp":
         autocast_dtype = torch.float16 if device.type == "cuda" else torch.bfloat16
+    elif precision == "amp-bf16":
+        autocast_dtype = torch.bfloat16
     if not train:
         module.eval()
 

@@ -149,7 +149,8 @@ def compute_dtype_for(precision: Precision, profile: Profile) -> str | None:
     """The dtype the math runs in, or None when the device cannot run this precision.
 
     `amp` runs fp16 on a GPU, tensor cores or not (CUDA autocast's default dtype is torch.float16:
-    https://docs.pytorch.org/docs/stable/amp.html), and bf16 on a CPU (CPU autocast's default is bfloat16).
+    https://docs.pytorch.org/docs/stable/amp.html), and bf16 on a CPU (CPU autocast's default is bfloat16);
+    `amp-bf16` runs bf16 everywhere.
     """
     dtype = precision.compute_dtype
     if precision.name == "amp":

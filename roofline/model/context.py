@@ -38,10 +38,12 @@ class CostContext:
     """Bytes per element of what the op writes where that differs from what it reads (an autocast cast, an add
     that promotes an fp16 input to fp32: `roofline.model.autocast`); None: `activation_bytes`."""
     native_norm: bool = False
-    """The model's own parameters are 16-bit (`model.half()`, `.bfloat16()`), so PyTorch runs BatchNorm on its
-    native kernels instead of cuDNN's, which take a 16-bit input only with fp32 scale and shift
-    (`_batch_norm_impl_index` in aten/src/ATen/native/Normalization.cpp: use_cudnn needs `input.scalar_type() !=
-    at::kHalf || weight.scalar_type() == at::kFloat` and no bfloat16)."""
+    """PyTorch runs BatchNorm on its native kernels instead of cuDNN's, which take neither a bfloat16 input nor a
+    float16 one with 16-bit scale and shift (`_batch_norm_impl_index`, later `_select_batch_norm_backend`, in
+    aten/src/ATen/native/Normalization.cpp: cuDNN needs `input.scalar_type() != at::kBFloat16 &&
+    weight.scalar_type() != at::kBFloat16 && (input.scalar_type() != at::kHalf || weight.scalar_type() ==
+    at::kFloat)`): the model's own parameters are 16-bit (`model.half()`, `.bfloat16()`), or bf16 autocast hands
+    BatchNorm the bf16 output of a convolution (BatchNorm is on neither of autocast's lists)."""
     host_call_factor: float = 1.0
     """How much more each layer call costs the host than the per-call figures say: the runtime profile's
     training factor in a GPU training step (autograd's recording and backward engine), else 1."""

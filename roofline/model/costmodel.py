@@ -311,9 +311,9 @@ def _memory_s(op: Op, has_views: bool, pass_: str, ctx: CostContext, act_bytes: 
         notes.append(Note("kernel rate", f"measured {key} kernel streams {kernel_rate / 1e9:.3g} GB/s, "
                           "below its memory level"))
         if key.startswith(f"{op.kernel}:native"):
-            notes.append(Note("native kernel", "the model's own parameters are 16-bit (model.half()), so PyTorch "
-                              "runs this BatchNorm on its native kernels: cuDNN's takes a 16-bit input only with "
-                              "fp32 scale and shift; autocast, or BatchNorm layers kept in fp32, keeps cuDNN's"))
+            notes.append(Note("native kernel", "PyTorch runs this BatchNorm on its native kernels: cuDNN's takes "
+                              "no bfloat16 input, and a float16 one only with fp32 scale and shift (a model held in "
+                              "16 bits, or bf16 autocast's activations); fp16 autocast keeps cuDNN's"))
     l2 = c.l2
     if l2 is not None and l2_bytes / l2.bandwidth_bytes_per_s > memory_s:
         memory_s = l2_bytes / l2.bandwidth_bytes_per_s

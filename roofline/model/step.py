@@ -61,10 +61,11 @@ FOREACH_MAX_TENSORS_PER_LAUNCH = 48
 depth-4 launch (Adam) takes up to 48 tensors (depth_to_max_tensors in ATen's MultiTensorApply.cuh)."""
 
 GRAD_SCALER_SYNC_POINTS = 1
-"""An AMP training step on a GPU synchronizes once even when the user's loop never does: GradScaler.step reads
-the inf/NaN flags of the unscaled gradients with `.item()` before it lets the optimizer step
+"""An fp16 AMP training step on a GPU synchronizes once even when the user's loop never does: GradScaler.step
+reads the inf/NaN flags of the unscaled gradients with `.item()` before it lets the optimizer step
 (torch/amp/grad_scaler.py, `_maybe_opt_step`), so the host waits for the backward pass to finish and the next
-step's forward cannot be queued under it."""
+step's forward cannot be queued under it. A bf16 one (`amp-bf16`) has no scaler: bfloat16 keeps fp32's exponent
+range."""
 
 
 def copy_rate(c: Ceilings, pinned: bool) -> float:
@@ -307,6 +308,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     c = ceilings_for(profile, precision, opts.runtime)
     params = float(workload.params())
     amp = precision.master_weight_bytes > precision.storage_bytes
+    loss_scaled = amp and precision.compute_dtype == "fp16"
     weight_bytes = precision.storage_bytes
     plan = plan_for(workload, opts.train, opts.forward_only)
     reuse = params * weight_bytes + plan.written_bytes(precision.storage_bytes, weight_bytes)
@@ -314,7 +316,8 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
     factor = load_runtime(opts.runtime).training_host_factor.value if training_gpu else 1.0
     ctx = CostContext(c, precision.storage_bytes, weight_bytes, weight_reuse_bytes=reuse,
                       channels_last=opts.channels_last, host_call_factor=factor, warm_calls=opts.alone,
-                      native_norm=c.is_gpu and not amp and precision.storage_bytes == 2)
+                      native_norm=c.is_gpu and precision.storage_bytes == 2
+                      and (not amp or precision.compute_dtype == "bf16"))
     context_for = tf32_context_for(profile, precision, opts, ctx)
     autocast = None
     if _under_autocast(c.is_gpu, precision, opts):
@@ -331,7 +334,7 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
                  for cost, b in zip(costs, fresh, strict=True)]
     ptensors = _param_tensors(workload)
     optimizer_s = amp_cast_s = 0.0
-    scaler = amp and opts.train and c.is_gpu and opts.runtime is not None
+    scaler = loss_scaled and opts.train and c.is_gpu and opts.runtime is not None
     barriers = (GRAD_SCALER_SYNC_POINTS if scaler else 0) + (opts.norm_reads if opts.train and c.is_gpu else 0)
     if opts.train:
         for i in range(opts.norm_reads):
@@ -356,10 +359,10 @@ def predict_step(workload: Workload, profile: Profile, precision: Precision,
             loop = load_runtime(opts.runtime).training_loop_host_s
             per_kernel = c.dispatch_s_by_kind.get("elementwise", c.dispatch_s)
             opt = replace(opt, host_s=launches * per_kernel if looped else loop.optimizer_step.seconds(ptensors))
-            around = loop.zero_grad.seconds(ptensors) + (loop.grad_scaler.seconds(ptensors) if amp else 0.0)
+            around = loop.zero_grad.seconds(ptensors) + (loop.grad_scaler.seconds(ptensors) if scaler else 0.0)
             note = Note("training loop", f"Python over {ptensors} parameter tensors: zero_grad"
-                        f"{' and GradScaler' if amp else ''}, {around * 1e3:.3g} ms of host time")
-            costs.append(OpCost("zero_grad and GradScaler" if amp else "zero_grad", "loop", "update", 0.0, 0.0, 0.0,
+                        f"{' and GradScaler' if scaler else ''}, {around * 1e3:.3g} ms of host time")
+            costs.append(OpCost("zero_grad and GradScaler" if scaler else "zero_grad", "loop", "update", 0.0, 0.0, 0.0,
                                 0.0, around, 0.0, "overhead", "host", (note,), 0, True))
         costs.append(opt)
         optimizer_s = opt.time_s

@@ -1,7 +1,9 @@
 """Numeric precisions a user can ask for, and what each means for storage and for compute units.
 
 `tf32` stores fp32 (4 bytes) but multiplies on tensor cores with a 10-bit mantissa; `amp` is automatic
-mixed precision: fp16/bf16 compute on tensor cores, fp32 master weights for training. The storage size is
+mixed precision (torch.autocast) in CUDA's default float16 with GradScaler's loss scaling, `amp-bf16` the same in
+bfloat16 (`torch.autocast(dtype=torch.bfloat16)`, no scaler: what Lightning's 'bf16-mixed' and the Hugging Face
+Trainer's bf16=True run): 16-bit compute on tensor cores, fp32 master weights. The storage size is
 what moves through memory; the compute dtype picks the ceiling.
 """
 
@@ -35,8 +37,10 @@ PRECISIONS: dict[str, Precision] = {
         Precision("fp16", 2, "fp16", 2, "5-bit exponent: training needs loss scaling to avoid underflow."),
         Precision("bf16", 2, "bf16", 2, "keeps fp32's 8-bit exponent (range), 8-bit mantissa; "
                   "no loss scaling needed."),
-        Precision("amp", 2, "fp16", 4, "fp16 compute with fp32 master weights and dynamic loss scaling "
-                  "(bf16 where the device has it)."),
+        Precision("amp", 2, "fp16", 4, "fp16 compute under autocast with fp32 master weights and dynamic loss "
+                  "scaling (GradScaler); on a CPU, autocast's bfloat16."),
+        Precision("amp-bf16", 2, "bf16", 4, "bf16 compute under autocast with fp32 master weights; fp32's "
+                  "exponent range, so no loss scaling; Ampere and later."),
         Precision("fp8", 1, "fp8", 2, "inference, or training with per-tensor scaling (Transformer "
                   "Engine); needs calibration."),
         Precision("int8", 1, "int8", 1, "inference only; needs post-training quantization and "
