@@ -6,6 +6,8 @@ jdh4/della-gpu-A100@00d5c87254a67d0611cdf1f12b2dfe68aca2463d:README.md (CUDA 11.
 packet arithmetic bounds it: 64-byte completions carry 64 of 84 wire bytes, 128-byte ones 128 of 148.
 """
 
+from pathlib import Path
+
 import pytest
 
 from roofline.hardware.load import find_profile
@@ -40,3 +42,15 @@ def test_hw_show_states_the_line_rate_and_what_copies_move(capsys):
 
 def test_a_cpu_profile_has_no_host_link(capsys):
     assert run_json(capsys, "hw", "show", "textbook-cpu")["host_link"] is None
+
+
+def test_a_calibrated_profile_shows_its_own_measured_copy_rates(capsys):
+    """The H100 lease's calibrated profile: `predict` prices copies at its measured rates, so `hw show` states them."""
+    import yaml
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "h100-calibrated.yaml"
+    measured = yaml.safe_load(path.read_text())["measured"]["host_to_device_bytes_per_s"]
+    link = run_json(capsys, "hw", "show", str(path))["host_link"]
+    assert link["pinned_copy_bytes_per_s"] == pytest.approx(measured["pinned"])
+    assert link["pageable_copy_bytes_per_s"] == pytest.approx(measured["pageable"])
+    assert link["packet_efficiency"] is None and link["measured"] == ["pageable", "pinned"]

@@ -53,16 +53,19 @@ def _measured(profile: Profile, peaks: dict[str, float]) -> dict[str, Any] | Non
 
 def host_link_summary(profile: Profile) -> dict[str, Any] | None:
     """A GPU's link to its host: the line rate its profile states and what a copy over it moves from pinned and
-    from pageable memory (`roofline.model.host_dma`), as `predict --data pinned|pageable` prices the input's copy
-    before any calibration."""
+    from pageable memory, as `predict --data pinned|pageable` prices the input's copy: a calibration's measured
+    rates where the profile has them, else `roofline.model.host_dma`'s."""
     if not isinstance(profile, GpuProfile):
         return None
     link = profile.host_link
-    pinned = h2d_bytes_per_s(link)
+    measured = dict(profile.measured.host_to_device_bytes_per_s) if profile.measured else {}
+    pinned = measured.get("pinned", h2d_bytes_per_s(link))
     return {"kind": link.kind, "generation": link.generation, "lanes": link.lanes,
             "line_rate_bytes_per_s": link.bandwidth_bytes_per_s.value,
-            "pinned_copy_bytes_per_s": pinned, "pageable_copy_bytes_per_s": staged_bytes_per_s(pinned),
-            "packet_efficiency": PCIE_H2D_EFFICIENCY if link.kind == "PCIe" else None}
+            "pinned_copy_bytes_per_s": pinned,
+            "pageable_copy_bytes_per_s": measured.get("pageable", staged_bytes_per_s(pinned)),
+            "packet_efficiency": PCIE_H2D_EFFICIENCY if link.kind == "PCIe" and "pinned" not in measured else None,
+            "measured": sorted(measured)}
 
 
 def profile_summary(profile: Profile, name: str) -> dict[str, Any]:
@@ -166,6 +169,8 @@ def _host_link_line(link: dict[str, Any]) -> str:
                                       link["lanes"] and f"x{link['lanes']}") if x)
     efficiency = (f" ({link['packet_efficiency']:.0%} of it: packet headers, as measured on a PCIe 5 link)"
                   if link["packet_efficiency"] else "")
+    if link["measured"]:
+        efficiency += f" (calibrated: {' and '.join(link['measured'])} measured on this machine)"
     return (f"host link {name}: {format_si(link['line_rate_bytes_per_s'], 'B/s')} each way; a copy moves "
             f"{format_si(link['pinned_copy_bytes_per_s'], 'B/s')} from pinned memory{efficiency}, "
             f"{format_si(link['pageable_copy_bytes_per_s'], 'B/s')} from pageable memory (a staging memcpy first)")
