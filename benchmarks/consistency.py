@@ -30,7 +30,7 @@ from roofline.errors import RooflineError
 ROOT = Path(__file__).resolve().parents[1]
 RESULT = ROOT / "benchmarks" / "results" / "consistency.md"
 STEP_MODELS = ["resnet18", "resnet50", "vgg16", "alexnet", "mobilenetv3-large", "bert-base", "gpt2"]
-STEP_PRECISIONS = ["fp32", "amp", "fp16"]
+STEP_PRECISIONS = ["fp32", "amp", "amp-bf16", "fp16"]
 STEP_BATCHES = [1, 2, 4, 8, 16, 32, 64, 127, 128, 129, 256]
 SERVE_MODELS = ["llama-3-8b", "llama-2-7b", "llama-2-13b", "mistral-7b", "mixtral-8x7b", "phi-3-mini", "gpt2"]
 SERVE_GPUS = ["a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb", "l4", "l40s", "a10g", "rtx-4090",
