@@ -373,3 +373,20 @@ def test_serving_figures_become_the_seconds_they_imply():
     assert llm_serving.published_time_s(prefill) == pytest.approx(0.25)
     # a source's seconds between tokens are the step's time, whatever the batch
     assert llm_serving.published_time_s({**base, "metric": "tpot_s", "value": 0.02}) == 0.02
+
+
+def test_the_record_against_itself_pairs_identical_settings_across_sources_only():
+    """Two sources of one setting at 1.0 s and 1.1 s disagree by 10%; source a's repeat at 1.5 s pairs with b's
+    1.1 s (36%) but not with a's own 1.0 s; rows of different settings never pair; a setting one source ran alone
+    has no pair."""
+    from benchmarks.published_kinds.agreement import agreement_section, cross_source_pairs
+
+    def row(source: str, settings: str, seconds: float) -> Comparison:
+        return Comparison(row_id=f"{source}-{settings}-{seconds}", source_id=source, holdout=True,
+                          published=seconds, predicted=1.0, groups={}, settings=settings)
+
+    rows = [row("a", "x", 1.0), row("b", "x", 1.1), row("a", "x", 1.5), row("c", "y", 2.0), row("d", "y", 2.4),
+            row("c", "z", 3.0), row("e", "z", 3.0), row("f", "w", 1.0)]
+    pairs = sorted(cross_source_pairs(rows, lambda c: c.settings))
+    assert pairs == pytest.approx([0.0, 0.1, 0.2, 1.5 / 1.1 - 1])
+    assert "median" in agreement_section(rows, lambda c: c.settings)[-1]

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from benchmarks.published_kinds.agreement import agreement_section
 from benchmarks.published_kinds.record import (
     HELD_OUT_SETS,
     Comparison,
@@ -220,7 +221,8 @@ later by default, and "fp16" training in these sources keeps fp32 master weights
 
 
 def extra_sections(dataset: dict[str, Any], comparisons: list[Comparison]) -> list[str]:
-    return against_other_predictors(comparisons) + disagreements(comparisons)
+    return (against_other_predictors(comparisons) + agreement_section(comparisons, lambda c: c.settings)
+            + disagreements(comparisons))
 
 
 def against_other_predictors(comparisons: list[Comparison]) -> list[str]:

@@ -23,6 +23,7 @@ import math
 import statistics
 from typing import Any
 
+from benchmarks.published_kinds.agreement import agreement_section
 from benchmarks.published_kinds.record import (
     HELD_OUT_PARTS,
     HELD_OUT_SETS,
@@ -170,6 +171,11 @@ def legend(dataset: dict[str, Any]) -> list[str]:
              f"{len(blocks)} source blocks; {held}.",
              f"Held-out rule: {dataset.get('holdout_rule', 'not stated')}", "", "Sources:"]
     return lines + [f"- `{b.id}`{_part_label(b)}: {b.citation or b.script} ({b.framework})" for b in blocks]
+
+
+def extra_sections(dataset: dict[str, Any], comparisons: list[Comparison]) -> list[str]:
+    return agreement_section(comparisons, lambda c: (c.groups["model"], c.groups["gpu"], c.groups["metric"],
+                                                     c.settings))
 
 
 def _part_label(block: SourceBlock) -> str:
