@@ -493,14 +493,14 @@ def host_phases(deadline: float) -> list[dict[str, Any]]:
     return rows
 
 
-def zoo(deadline: float, models: set[str] | None) -> list[dict[str, Any]]:
+def zoo(deadline: float, models: set[str] | None, precisions: set[str] | None = None) -> list[dict[str, Any]]:
     import torch
 
     rows: list[dict[str, Any]] = []
     cases = [(m, mode, p, b, "device") for m, mode, p, bs in ZOO_CASES for b in bs]
     cases += [("resnet50", "inference", "amp", b, "device") for b in (127, 128, 129)]
     cases += [("resnet50", mode, "amp", 256, d) for mode in ("inference", "train") for d in ("pageable", "pinned")]
-    cases = [c for c in cases if models is None or c[0] in models]
+    cases = [c for c in cases if (models is None or c[0] in models) and (precisions is None or c[2] in precisions)]
     for case in cases:
         if time.time() > deadline:
             rows.append({"skipped": list(case), "why": "budget"})
@@ -844,6 +844,7 @@ def main() -> int:
     parser.add_argument("--budget-s", type=float, default=480.0)
     parser.add_argument("--models", help="comma-separated zoo and LLM names to run (default: all)")
     parser.add_argument("--runtimes", help="LLM runtimes to run: eager,static (default: both)")
+    parser.add_argument("--precisions", help="comma-separated zoo precisions to run (default: all), e.g. amp,amp-bf16")
     args = parser.parse_args()
     start = time.time()
     sections = args.sections.split(",")
@@ -883,7 +884,8 @@ def main() -> int:
         doc["half"] = half(start + args.budget_s)
         save()
     if "zoo" in sections:
-        doc["zoo"] = zoo(start + args.budget_s * (0.6 if "llm" in sections else 1.0), models)
+        doc["zoo"] = zoo(start + args.budget_s * (0.6 if "llm" in sections else 1.0), models,
+                         set(args.precisions.split(",")) if args.precisions else None)
         save()
     if "llm" in sections:
         doc["llm"] = llm(start + args.budget_s, models, set(args.runtimes.split(",")) if args.runtimes else None)
