@@ -17,7 +17,7 @@ from roofline.hardware.derived import matrix_peak, memory_levels, ridge_point, v
 from roofline.hardware.runtime import EAGER_CUDA, load_runtime
 from roofline.hardware.schema import Figure, GpuProfile, MeasuredConvPoint, Profile
 from roofline.model.cpu_runtime.runtime import CpuRuntime, recorded_runtime
-from roofline.model.host_dma import h2d_bytes_per_s
+from roofline.model.host_dma import copy_rates
 from roofline.workload.precision import Precision
 
 GEMM_TILES = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
@@ -616,8 +616,7 @@ def ceilings_for(profile: Profile, precision: Precision, runtime: str | None = E
     link = pageable = None
     if isinstance(profile, GpuProfile):
         h2d = measured.host_to_device_bytes_per_s if measured else {}
-        link = h2d.get("pinned", h2d_bytes_per_s(profile.host_link))
-        pageable = h2d.get("pageable")
+        link, pageable = copy_rates(profile.host_link, h2d)
         provenance["host_link"] = "measured" if "pinned" in h2d else "datasheet x PCIe packet efficiency"
     dispatch_by_kind = dict(measured.dispatch_s_by_kind) if measured else {}
     kernel_rates = dict(measured.kernel_bytes_per_s) if measured else {}

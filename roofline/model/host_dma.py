@@ -10,6 +10,8 @@ acknowledgement packets take a little more. The fraction used is the one measure
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from roofline.hardware.schema import HostLink
 
 PCIE_H2D_EFFICIENCY = 49.84e9 / 63.0e9
@@ -39,3 +41,11 @@ def staged_bytes_per_s(pinned_bytes_per_s: float) -> float:
     """Bytes per second of a copy from pageable memory: the staging memcpy and the pinned copy one after the
     other (`STAGING_MEMCPY_SHARE`)."""
     return 1 / (1 / pinned_bytes_per_s + 1 / (pinned_bytes_per_s * STAGING_MEMCPY_SHARE))
+
+
+def copy_rates(link: HostLink, measured: Mapping[str, float]) -> tuple[float, float]:
+    """(pinned, pageable) bytes per second of a host-to-device copy over `link`: a calibration's measured rates
+    (`measured`, keyed 'pinned' and 'pageable') where it has them, else `h2d_bytes_per_s` and
+    `staged_bytes_per_s` behind it."""
+    pinned = measured.get("pinned", h2d_bytes_per_s(link))
+    return pinned, measured.get("pageable", staged_bytes_per_s(pinned))

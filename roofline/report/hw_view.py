@@ -12,7 +12,7 @@ from typing import Any
 
 from roofline.hardware import derived as d
 from roofline.hardware.schema import DTYPES, GpuProfile, Profile
-from roofline.model.host_dma import PCIE_H2D_EFFICIENCY, h2d_bytes_per_s, staged_bytes_per_s
+from roofline.model.host_dma import PCIE_H2D_EFFICIENCY, copy_rates
 from roofline.units import format_bytes, format_si
 
 
@@ -59,11 +59,10 @@ def host_link_summary(profile: Profile) -> dict[str, Any] | None:
         return None
     link = profile.host_link
     measured = dict(profile.measured.host_to_device_bytes_per_s) if profile.measured else {}
-    pinned = measured.get("pinned", h2d_bytes_per_s(link))
+    pinned, pageable = copy_rates(link, measured)
     return {"kind": link.kind, "generation": link.generation, "lanes": link.lanes,
             "line_rate_bytes_per_s": link.bandwidth_bytes_per_s.value,
-            "pinned_copy_bytes_per_s": pinned,
-            "pageable_copy_bytes_per_s": measured.get("pageable", staged_bytes_per_s(pinned)),
+            "pinned_copy_bytes_per_s": pinned, "pageable_copy_bytes_per_s": pageable,
             "packet_efficiency": PCIE_H2D_EFFICIENCY if link.kind == "PCIe" and "pinned" not in measured else None,
             "measured": sorted(measured)}
 
